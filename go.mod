@@ -1,0 +1,3 @@
+module github.com/claude-transcript-exporter/claude-transcript-exporter
+
+go 1.26
