@@ -1,0 +1,810 @@
+package transcript
+
+import (
+	"errors"
+	"strconv"
+	"time"
+	"unicode/utf16"
+	"unicode/utf8"
+)
+
+// Reason names why a line was skipped. Reasons are label values of the
+// exporter's decode-error counter.
+type Reason string
+
+// Skip reasons.
+const (
+	ReasonInvalidJSON Reason = "invalid_json"
+	ReasonInvalidUTF8 Reason = "invalid_utf8"
+	ReasonNotObject   Reason = "not_object"
+	ReasonTooLong     Reason = "too_long"
+	ReasonTruncated   Reason = "truncated"
+)
+
+// Reasons lists every Reason, for pre-registering counters.
+func Reasons() []Reason {
+	return []Reason{ReasonInvalidJSON, ReasonInvalidUTF8, ReasonNotObject, ReasonTooLong, ReasonTruncated}
+}
+
+// DecodeError is returned for a line that cannot be used.
+type DecodeError struct {
+	Reason Reason
+}
+
+func (e *DecodeError) Error() string { return "decode line: " + string(e.Reason) }
+
+// ReasonOf returns the skip reason of an error returned by Decode, or ""
+// when err is nil or of another kind.
+func ReasonOf(err error) Reason {
+	var de *DecodeError
+	if errors.As(err, &de) {
+		return de.Reason
+	}
+	return ""
+}
+
+// DefaultMaxLineBytes is the default cap on one line: Claude Code writes
+// single lines of many megabytes (file snapshots, large tool results).
+const DefaultMaxLineBytes = 64 << 20
+
+// Options says what the decoder keeps beyond the accounting fields. Text
+// is kept only when the user opted in to capturing content.
+type Options struct {
+	// MaxLineBytes: longer lines are rejected with ReasonTooLong.
+	MaxLineBytes int
+	// KeepText keeps prompt and response text, KeepThinking thinking text,
+	// KeepToolIO tool inputs and results; each capped at MaxKeepBytes.
+	KeepText     bool
+	KeepThinking bool
+	KeepToolIO   bool
+	MaxKeepBytes int
+}
+
+// Decoder decodes lines into Records. It is not safe for concurrent use;
+// use one per goroutine. It interns strings that repeat on every line
+// (types, models, paths, versions) so that they are allocated once.
+type Decoder struct {
+	opts   Options
+	intern map[string]string
+}
+
+// internMax bounds the intern table; it is cleared when full.
+const internMax = 8192
+
+// NewDecoder returns a decoder with the given options; zero values take
+// defaults.
+func NewDecoder(opts Options) *Decoder {
+	if opts.MaxLineBytes <= 0 {
+		opts.MaxLineBytes = DefaultMaxLineBytes
+	}
+	if opts.MaxKeepBytes <= 0 {
+		opts.MaxKeepBytes = 4096
+	}
+	return &Decoder{opts: opts, intern: make(map[string]string, 256)}
+}
+
+// Decode decodes one line (without its newline) into r, which is reset
+// first. A nil error means r holds the record; a *DecodeError says why the
+// line was skipped. Blank lines decode to a record of KindOther with an
+// empty Type; callers skip them with IsBlank.
+func (d *Decoder) Decode(line []byte, r *Record) error {
+	r.reset()
+	if len(line) > d.opts.MaxLineBytes {
+		return &DecodeError{Reason: ReasonTooLong}
+	}
+	i := skipWS(line, 0)
+	if i == len(line) {
+		return &DecodeError{Reason: ReasonNotObject}
+	}
+	if line[i] != '{' {
+		if !validUTF8(line) {
+			return &DecodeError{Reason: ReasonInvalidUTF8}
+		}
+		if line[i] == '[' || line[i] == '"' || line[i] == 'n' || line[i] == 't' || line[i] == 'f' || line[i] == '-' || (line[i] >= '0' && line[i] <= '9') {
+			if end, err := skipValue(line, i); err == nil && skipWS(line, end) == len(line) {
+				return &DecodeError{Reason: ReasonNotObject}
+			}
+		}
+		return &DecodeError{Reason: ReasonInvalidJSON}
+	}
+	if !validUTF8(line) {
+		return &DecodeError{Reason: ReasonInvalidUTF8}
+	}
+	end, err := d.record(line, i, r)
+	if err != nil || skipWS(line, end) != len(line) {
+		r.reset()
+		return &DecodeError{Reason: ReasonInvalidJSON}
+	}
+	return nil
+}
+
+// IsBlank reports whether a line holds only white space.
+func IsBlank(line []byte) bool { return skipWS(line, 0) == len(line) }
+
+func (d *Decoder) internBytes(raw []byte, escaped bool) string {
+	if escaped {
+		return d.internString(string(appendUnescaped(nil, raw, -1)))
+	}
+	if s, ok := d.intern[string(raw)]; ok {
+		return s
+	}
+	if len(d.intern) >= internMax {
+		clear(d.intern)
+	}
+	s := string(raw)
+	d.intern[s] = s
+	return s
+}
+
+func (d *Decoder) internString(s string) string {
+	if v, ok := d.intern[s]; ok {
+		return v
+	}
+	if len(d.intern) >= internMax {
+		clear(d.intern)
+	}
+	d.intern[s] = s
+	return s
+}
+
+// str reads a string value (null and non-strings give ""); when intern is
+// set the value is interned.
+func (d *Decoder) str(b []byte, i int, intern bool) (string, int, error) {
+	if i < len(b) && b[i] == '"' {
+		raw, esc, next, err := readString(b, i)
+		if err != nil {
+			return "", 0, err
+		}
+		if intern {
+			return d.internBytes(raw, esc), next, nil
+		}
+		if !esc {
+			return string(raw), next, nil
+		}
+		return string(appendUnescaped(nil, raw, -1)), next, nil
+	}
+	next, err := skipValue(b, i)
+	return "", next, err
+}
+
+// record decodes the object at b[i] into r. It serves top-level lines and
+// the envelopes embedded in progress records.
+func (d *Decoder) record(b []byte, i int, r *Record) (int, error) {
+	return objectFields(b, i, func(key []byte, v int) (int, error) {
+		var err error
+		var next int
+		switch string(key) {
+		case "type":
+			var raw []byte
+			var esc bool
+			if v < len(b) && b[v] == '"' {
+				raw, esc, next, err = readString(b, v)
+				if err == nil {
+					r.Kind = kindOf(raw)
+					r.Type = d.internBytes(raw, esc)
+				}
+				return next, err
+			}
+			return skipValue(b, v)
+		case "subtype":
+			r.Subtype, next, err = d.str(b, v, true)
+		case "uuid":
+			r.UUID, next, err = d.str(b, v, false)
+		case "parentUuid":
+			r.ParentUUID, next, err = d.str(b, v, false)
+		case "logicalParentUuid":
+			r.LogicalParentUUID, next, err = d.str(b, v, false)
+		case "sessionId":
+			r.SessionID, next, err = d.str(b, v, true)
+		case "agentId":
+			r.AgentID, next, err = d.str(b, v, true)
+		case "requestId":
+			r.RequestID, next, err = d.str(b, v, false)
+		case "promptId":
+			r.PromptID, next, err = d.str(b, v, false)
+		case "timestamp":
+			next, err = d.timestamp(b, v, r)
+		case "isSidechain":
+			r.IsSidechain, next, err = readBool(b, v)
+		case "isMeta":
+			r.IsMeta, next, err = readBool(b, v)
+		case "isCompactSummary":
+			r.IsCompactSummary, next, err = readBool(b, v)
+		case "isApiErrorMessage":
+			r.IsAPIErrorMessage, next, err = readBool(b, v)
+		case "isVisibleInTranscriptOnly":
+			r.IsVisibleOnly, next, err = readBool(b, v)
+		case "error":
+			r.Error, next, err = d.str(b, v, true)
+		case "apiErrorStatus":
+			r.APIErrorStatus, next, err = readInt(b, v)
+		case "level":
+			r.Level, next, err = d.str(b, v, true)
+		case "cwd":
+			r.Cwd, next, err = d.str(b, v, true)
+		case "gitBranch":
+			r.GitBranch, next, err = d.str(b, v, true)
+		case "version":
+			r.Version, next, err = d.str(b, v, true)
+		case "slug":
+			r.Slug, next, err = d.str(b, v, true)
+		case "message":
+			if v < len(b) && b[v] == '{' {
+				r.HasMessage = true
+				return d.message(b, v, &r.Message)
+			}
+			return skipValue(b, v)
+		case "sourceToolUseID":
+			r.SourceToolUseID, next, err = d.str(b, v, false)
+		case "toolUseResult":
+			return d.toolUseResult(b, v, r)
+		case "compactMetadata", "microcompactMetadata":
+			return d.compactMetadata(b, v, r)
+		case "durationMs":
+			r.DurationMs, next, err = readInt(b, v)
+		case "content":
+			if v < len(b) && b[v] == '"' {
+				raw, esc, n, e := readString(b, v)
+				if e != nil {
+					return 0, e
+				}
+				r.ContentHead, _ = head(raw, esc, TextHeadMax)
+				return n, nil
+			}
+			return skipValue(b, v)
+		case "data":
+			return d.progressData(b, v, r)
+		case "parentToolUseID":
+			r.ParentToolUseID, next, err = d.str(b, v, false)
+		case "toolUseID":
+			r.ToolUseID, next, err = d.str(b, v, false)
+		case "leafUuid":
+			r.LeafUUID, next, err = d.str(b, v, false)
+		case "customTitle", "aiTitle", "agentName":
+			if v < len(b) && b[v] == '"' {
+				raw, esc, n, e := readString(b, v)
+				if e != nil {
+					return 0, e
+				}
+				r.Title, _ = head(raw, esc, 256)
+				return n, nil
+			}
+			return skipValue(b, v)
+		default:
+			if !knownSkippedKey(key) {
+				r.UnknownFields++
+			}
+			return skipValue(b, v)
+		}
+		return next, err
+	})
+}
+
+// knownSkippedKey lists the top-level keys seen in real transcripts that
+// the exporter does not need; any other key is counted as unknown.
+func knownSkippedKey(key []byte) bool {
+	switch string(key) {
+	case "userType", "entrypoint", "permissionMode", "toolEndsTurn", "thinkingMetadata",
+		"todos", "promptSource", "origin", "imagePasteIds", "mcpMeta", "planContent",
+		"toolDenialKind", "sourceToolAssistantUUID", "attributionAgent", "attributionSkill",
+		"effort", "attributionMcpServer", "attributionMcpTool", "snapshot", "messageId",
+		"isSnapshotUpdate", "operation", "attachment", "lastPrompt", "mode", "key",
+		"result", "summary", "retryInMs", "retryAttempt", "maxRetries", "messageCount",
+		"hookCount", "hookInfos", "hookErrors", "preventedContinuation", "stopReason",
+		"hasOutput", "hookAdditionalContext", "cause", "display", "pastedContents",
+		"project", "normalizedMessages", "prompt", "isCompactBoundary", "compactSummary",
+		"requestedModel", "costUSD", "durationMsAPI", "parentMessageUuid":
+		return true
+	}
+	return false
+}
+
+func (d *Decoder) timestamp(b []byte, v int, r *Record) (int, error) {
+	if v < len(b) && b[v] == '"' {
+		raw, esc, next, err := readString(b, v)
+		if err != nil {
+			return 0, err
+		}
+		if t, ok := parseTime(raw); ok && !esc {
+			r.Timestamp = t
+		} else {
+			r.TimestampRaw, _ = head(raw, esc, 64)
+		}
+		return next, nil
+	}
+	if v < len(b) && (b[v] == '-' || (b[v] >= '0' && b[v] <= '9')) {
+		// Epoch milliseconds, as history.jsonl writes them.
+		ms, next, err := readInt(b, v)
+		if err == nil && ms > 0 {
+			r.Timestamp = time.UnixMilli(ms).UTC()
+		}
+		return next, err
+	}
+	return skipValue(b, v)
+}
+
+// parseTime parses RFC 3339 timestamps, with a fast path for the
+// "2006-01-02T15:04:05.000Z" form Claude Code writes.
+func parseTime(raw []byte) (time.Time, bool) {
+	if len(raw) == 24 && raw[4] == '-' && raw[7] == '-' && raw[10] == 'T' && raw[13] == ':' &&
+		raw[16] == ':' && raw[19] == '.' && raw[23] == 'Z' {
+		num := func(s []byte) (int, bool) {
+			n := 0
+			for _, c := range s {
+				if c < '0' || c > '9' {
+					return 0, false
+				}
+				n = n*10 + int(c-'0')
+			}
+			return n, true
+		}
+		y, ok1 := num(raw[0:4])
+		mo, ok2 := num(raw[5:7])
+		dd, ok3 := num(raw[8:10])
+		h, ok4 := num(raw[11:13])
+		mi, ok5 := num(raw[14:16])
+		s, ok6 := num(raw[17:19])
+		ms, ok7 := num(raw[20:23])
+		if ok1 && ok2 && ok3 && ok4 && ok5 && ok6 && ok7 && mo >= 1 && mo <= 12 && dd >= 1 && dd <= 31 && h < 24 && mi < 60 && s < 61 {
+			return time.Date(y, time.Month(mo), dd, h, mi, s, ms*1e6, time.UTC), true
+		}
+	}
+	t, err := time.Parse(time.RFC3339Nano, string(raw))
+	if err != nil {
+		return time.Time{}, false
+	}
+	return t.UTC(), true
+}
+
+func (d *Decoder) compactMetadata(b []byte, v int, r *Record) (int, error) {
+	if v >= len(b) || b[v] != '{' {
+		return skipValue(b, v)
+	}
+	r.HasCompact = true
+	return objectFields(b, v, func(key []byte, v int) (int, error) {
+		var next int
+		var err error
+		switch string(key) {
+		case "trigger":
+			r.CompactTrigger, next, err = d.str(b, v, true)
+		case "preTokens":
+			r.CompactPreTokens, next, err = readInt(b, v)
+		default:
+			return skipValue(b, v)
+		}
+		return next, err
+	})
+}
+
+func (d *Decoder) toolUseResult(b []byte, v int, r *Record) (int, error) {
+	if v < len(b) && b[v] == '"' {
+		r.ToolUseResultIsString = true
+		return skipValue(b, v)
+	}
+	if v >= len(b) || b[v] != '{' {
+		return skipValue(b, v)
+	}
+	var tr TaskResult
+	end, err := objectFields(b, v, func(key []byte, v int) (int, error) {
+		var next int
+		var err error
+		switch string(key) {
+		case "agentId":
+			tr.AgentID, next, err = d.str(b, v, false)
+		case "agentType":
+			tr.AgentType, next, err = d.str(b, v, true)
+		case "status":
+			if v < len(b) && b[v] == '"' {
+				tr.Status, next, err = d.str(b, v, true)
+			} else {
+				next, err = skipValue(b, v)
+			}
+		case "totalDurationMs":
+			tr.TotalDurationMs, next, err = readInt(b, v)
+		default:
+			return skipValue(b, v)
+		}
+		return next, err
+	})
+	if err != nil {
+		return 0, err
+	}
+	if tr.AgentID != "" {
+		r.TaskResult = &tr
+	}
+	return end, nil
+}
+
+func (d *Decoder) progressData(b []byte, v int, r *Record) (int, error) {
+	if v >= len(b) || b[v] != '{' {
+		return skipValue(b, v)
+	}
+	return objectFields(b, v, func(key []byte, v int) (int, error) {
+		var next int
+		var err error
+		switch string(key) {
+		case "type":
+			r.ProgressType, next, err = d.str(b, v, true)
+		case "agentId":
+			r.ProgressAgentID, next, err = d.str(b, v, true)
+		case "message":
+			if v < len(b) && b[v] == '{' {
+				if r.Embedded == nil {
+					r.Embedded = &Record{}
+				}
+				return d.record(b, v, r.Embedded)
+			}
+			return skipValue(b, v)
+		default:
+			return skipValue(b, v)
+		}
+		return next, err
+	})
+}
+
+func (d *Decoder) message(b []byte, v int, m *Message) (int, error) {
+	return objectFields(b, v, func(key []byte, v int) (int, error) {
+		var next int
+		var err error
+		switch string(key) {
+		case "id":
+			m.ID, next, err = d.str(b, v, false)
+		case "model":
+			m.Model, next, err = d.str(b, v, true)
+		case "stop_reason":
+			m.StopReason, next, err = d.str(b, v, true)
+		case "usage":
+			if v < len(b) && b[v] == '{' {
+				m.HasUsage = true
+				return d.usage(b, v, &m.Usage)
+			}
+			return skipValue(b, v)
+		case "content":
+			return d.content(b, v, m)
+		default:
+			return skipValue(b, v)
+		}
+		return next, err
+	})
+}
+
+func (d *Decoder) usage(b []byte, v int, u *Usage) (int, error) {
+	return objectFields(b, v, func(key []byte, v int) (int, error) {
+		var next int
+		var err error
+		switch string(key) {
+		case "input_tokens":
+			u.Input, next, err = readInt(b, v)
+		case "output_tokens":
+			u.Output, next, err = readInt(b, v)
+		case "cache_read_input_tokens":
+			u.CacheRead, next, err = readInt(b, v)
+		case "cache_creation_input_tokens":
+			u.CacheCreation, next, err = readInt(b, v)
+		case "cache_creation":
+			if v < len(b) && b[v] == '{' {
+				u.HasBreakdown = true
+				return objectFields(b, v, func(key []byte, v int) (int, error) {
+					switch string(key) {
+					case "ephemeral_5m_input_tokens":
+						n, next, err := readInt(b, v)
+						u.Ephemeral5m = n
+						return next, err
+					case "ephemeral_1h_input_tokens":
+						n, next, err := readInt(b, v)
+						u.Ephemeral1h = n
+						return next, err
+					}
+					return skipValue(b, v)
+				})
+			}
+			return skipValue(b, v)
+		default:
+			return skipValue(b, v)
+		}
+		return next, err
+	})
+}
+
+// content decodes message.content: a string or an array of blocks.
+func (d *Decoder) content(b []byte, v int, m *Message) (int, error) {
+	if v < len(b) && b[v] == '"' {
+		raw, esc, next, err := readString(b, v)
+		if err != nil {
+			return 0, err
+		}
+		m.ContentIsString = true
+		m.TextBlocks = 1
+		m.TextHead, m.TextHeadCut = head(raw, esc, TextHeadMax)
+		if d.opts.KeepText {
+			m.Text, _ = head(raw, esc, d.opts.MaxKeepBytes)
+		}
+		return next, nil
+	}
+	if v >= len(b) || b[v] != '[' {
+		return skipValue(b, v)
+	}
+	return arrayElems(b, v, func(v int) (int, error) {
+		if v >= len(b) || b[v] != '{' {
+			return skipValue(b, v)
+		}
+		return d.block(b, v, m)
+	})
+}
+
+type span struct {
+	start, end int
+	esc        bool
+	set        bool
+}
+
+func (s span) raw(b []byte) []byte { return b[s.start:s.end] }
+
+// block decodes one content block. Keys can come in any order, so the
+// fields are located first and interpreted once the type is known.
+func (d *Decoder) block(b []byte, v int, m *Message) (int, error) {
+	var typ, id, name, toolUseID, text, thinking span
+	var input, content span
+	isError := false
+	end, err := objectFields(b, v, func(key []byte, v int) (int, error) {
+		strSpan := func(s *span) (int, error) {
+			if v < len(b) && b[v] == '"' {
+				raw, esc, next, err := readString(b, v)
+				if err != nil {
+					return 0, err
+				}
+				*s = span{start: v + 1, end: v + 1 + len(raw), esc: esc, set: true}
+				return next, nil
+			}
+			return skipValue(b, v)
+		}
+		valSpan := func(s *span) (int, error) {
+			next, err := skipValue(b, v)
+			if err != nil {
+				return 0, err
+			}
+			*s = span{start: v, end: next, set: true}
+			return next, nil
+		}
+		switch string(key) {
+		case "type":
+			return strSpan(&typ)
+		case "id":
+			return strSpan(&id)
+		case "name":
+			return strSpan(&name)
+		case "tool_use_id":
+			return strSpan(&toolUseID)
+		case "text":
+			return strSpan(&text)
+		case "thinking":
+			return strSpan(&thinking)
+		case "is_error":
+			var next int
+			var err error
+			isError, next, err = readBool(b, v)
+			return next, err
+		case "input":
+			return valSpan(&input)
+		case "content":
+			return valSpan(&content)
+		}
+		return skipValue(b, v)
+	})
+	if err != nil {
+		return 0, err
+	}
+	switch string(typ.raw(b)) {
+	case "text":
+		m.TextBlocks++
+		if m.TextBlocks == 1 && text.set {
+			m.TextHead, m.TextHeadCut = head(text.raw(b), text.esc, TextHeadMax)
+		}
+		if d.opts.KeepText && text.set {
+			m.Text = appendCapped(m.Text, text.raw(b), text.esc, d.opts.MaxKeepBytes)
+		}
+	case "thinking", "redacted_thinking":
+		m.ThinkingBlocks++
+		if d.opts.KeepThinking && thinking.set {
+			m.Thinking = appendCapped(m.Thinking, thinking.raw(b), thinking.esc, d.opts.MaxKeepBytes)
+		}
+	case "tool_use", "server_tool_use":
+		tu := ToolUse{}
+		if id.set {
+			tu.ID = string(appendUnescaped(nil, id.raw(b), -1))
+		}
+		if name.set {
+			tu.Name = d.internBytes(name.raw(b), name.esc)
+		}
+		if input.set {
+			if tu.Name == "Task" || tu.Name == "Agent" {
+				d.taskInput(b, input.start, &tu)
+			}
+			if d.opts.KeepToolIO {
+				tu.Input = capString(string(input.raw(b)), d.opts.MaxKeepBytes)
+			}
+		}
+		m.ToolUses = append(m.ToolUses, tu)
+	case "tool_result":
+		tr := ToolResult{IsError: isError}
+		if toolUseID.set {
+			tr.ToolUseID = string(appendUnescaped(nil, toolUseID.raw(b), -1))
+		}
+		if d.opts.KeepToolIO && content.set {
+			c := content.raw(b)
+			if len(c) > 0 && c[0] == '"' {
+				tr.Content, _ = head(c[1:len(c)-1], true, d.opts.MaxKeepBytes)
+			} else {
+				tr.Content = capString(string(c), d.opts.MaxKeepBytes)
+			}
+		}
+		m.ToolResults = append(m.ToolResults, tr)
+	default:
+		m.OtherBlocks++
+	}
+	return end, nil
+}
+
+// taskInput reads subagent_type and description from a Task/Agent input.
+func (d *Decoder) taskInput(b []byte, v int, tu *ToolUse) {
+	if v >= len(b) || b[v] != '{' {
+		return
+	}
+	_, _ = objectFields(b, v, func(key []byte, v int) (int, error) {
+		switch string(key) {
+		case "subagent_type":
+			s, next, err := d.str(b, v, true)
+			tu.SubagentType = s
+			return next, err
+		case "description":
+			if v < len(b) && b[v] == '"' {
+				raw, esc, next, err := readString(b, v)
+				if err == nil {
+					tu.Description, _ = head(raw, esc, 256)
+				}
+				return next, err
+			}
+		}
+		return skipValue(b, v)
+	})
+}
+
+// head returns the unescaped string, cut to at most max bytes, and whether
+// it was cut.
+func head(raw []byte, esc bool, max int) (string, bool) {
+	if !esc {
+		if len(raw) <= max {
+			return string(raw), false
+		}
+		return string(cutUTF8(raw, max)), true
+	}
+	// Unescape a little more than max (a rune is at most 4 bytes, and a
+	// cut backs off to a rune start) to learn whether the text is longer.
+	out := appendUnescaped(make([]byte, 0, min(len(raw), max+4)), raw, max+4)
+	if len(out) > max {
+		return string(cutUTF8(out, max)), true
+	}
+	return string(out), false
+}
+
+func appendCapped(cur string, raw []byte, esc bool, max int) string {
+	if len(cur) >= max {
+		return cur
+	}
+	if cur != "" {
+		cur += "\n"
+	}
+	s, _ := head(raw, esc, max-len(cur))
+	return cur + s
+}
+
+func capString(s string, max int) string {
+	if len(s) <= max {
+		return s
+	}
+	return string(cutUTF8([]byte(s), max))
+}
+
+// cutUTF8 cuts b to at most n bytes without splitting a rune.
+func cutUTF8(b []byte, n int) []byte {
+	if len(b) <= n {
+		return b
+	}
+	for n > 0 && !utf8.RuneStart(b[n]) {
+		n--
+	}
+	return b[:n]
+}
+
+// appendUnescaped appends the unescaped JSON string content raw to dst,
+// stopping once dst has grown by max bytes (max < 0: no limit). Invalid
+// escapes are copied as they are.
+func appendUnescaped(dst, raw []byte, max int) []byte {
+	start := len(dst)
+	full := func() bool { return max >= 0 && len(dst)-start >= max }
+	for i := 0; i < len(raw); {
+		if full() {
+			break
+		}
+		c := raw[i]
+		if c != '\\' {
+			j := i + 1
+			for j < len(raw) && raw[j] != '\\' {
+				j++
+			}
+			chunk := raw[i:j]
+			if max >= 0 && len(dst)-start+len(chunk) > max {
+				chunk = cutUTF8(chunk, max-(len(dst)-start))
+				dst = append(dst, chunk...)
+				break
+			}
+			dst = append(dst, chunk...)
+			i = j
+			continue
+		}
+		if i+1 >= len(raw) {
+			dst = append(dst, c)
+			break
+		}
+		switch raw[i+1] {
+		case '"', '\\', '/':
+			dst = append(dst, raw[i+1])
+			i += 2
+		case 'b':
+			dst = append(dst, '\b')
+			i += 2
+		case 'f':
+			dst = append(dst, '\f')
+			i += 2
+		case 'n':
+			dst = append(dst, '\n')
+			i += 2
+		case 'r':
+			dst = append(dst, '\r')
+			i += 2
+		case 't':
+			dst = append(dst, '\t')
+			i += 2
+		case 'u':
+			r, n := decodeU(raw[i:])
+			if n == 0 {
+				dst = append(dst, raw[i:i+2]...)
+				i += 2
+				continue
+			}
+			if max >= 0 && len(dst)-start+utf8.RuneLen(r) > max {
+				return dst
+			}
+			dst = utf8.AppendRune(dst, r)
+			i += n
+		default:
+			dst = append(dst, raw[i:i+2]...)
+			i += 2
+		}
+	}
+	return dst
+}
+
+// decodeU decodes \uXXXX (and a following low surrogate) at the start of
+// s, returning the rune and the bytes used (0 when invalid).
+func decodeU(s []byte) (rune, int) {
+	if len(s) < 6 {
+		return 0, 0
+	}
+	v, err := strconv.ParseUint(string(s[2:6]), 16, 32)
+	if err != nil {
+		return 0, 0
+	}
+	r := rune(v)
+	if utf16.IsSurrogate(r) {
+		if len(s) >= 12 && s[6] == '\\' && s[7] == 'u' {
+			if v2, err := strconv.ParseUint(string(s[8:12]), 16, 32); err == nil {
+				if dec := utf16.DecodeRune(r, rune(v2)); dec != utf8.RuneError {
+					return dec, 12
+				}
+			}
+		}
+		return utf8.RuneError, 6
+	}
+	return r, 6
+}

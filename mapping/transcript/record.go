@@ -1,0 +1,277 @@
+package transcript
+
+import "time"
+
+// Kind is the record type of a transcript line (its "type" field).
+type Kind uint8
+
+// Record kinds seen in real transcripts. KindOther covers every type this
+// package does not know; Record.Type keeps its name for counting.
+const (
+	KindOther Kind = iota
+	KindUser
+	KindAssistant
+	KindSystem
+	KindProgress
+	KindSummary
+	KindFileHistorySnapshot
+	KindQueueOperation
+	KindCustomTitle
+	KindAttachment
+	KindPermissionMode
+	KindLastPrompt
+	KindAITitle
+	KindAgentName
+	KindMode
+	KindStarted
+	KindResult
+)
+
+// kindOf maps a raw "type" value to its Kind.
+func kindOf(t []byte) Kind {
+	switch string(t) {
+	case "user":
+		return KindUser
+	case "assistant":
+		return KindAssistant
+	case "system":
+		return KindSystem
+	case "progress":
+		return KindProgress
+	case "summary":
+		return KindSummary
+	case "file-history-snapshot":
+		return KindFileHistorySnapshot
+	case "queue-operation":
+		return KindQueueOperation
+	case "custom-title":
+		return KindCustomTitle
+	case "attachment":
+		return KindAttachment
+	case "permission-mode":
+		return KindPermissionMode
+	case "last-prompt":
+		return KindLastPrompt
+	case "ai-title":
+		return KindAITitle
+	case "agent-name":
+		return KindAgentName
+	case "mode":
+		return KindMode
+	case "started":
+		return KindStarted
+	case "result":
+		return KindResult
+	}
+	return KindOther
+}
+
+// Known reports whether the kind is one this package recognises.
+func (k Kind) Known() bool { return k != KindOther }
+
+// SyntheticModel is the model name Claude Code writes on lines it made up
+// itself (API errors, limit notices, "No response requested.").
+const SyntheticModel = "<synthetic>"
+
+// Usage is the token usage of one assistant line.
+type Usage struct {
+	Input         int64
+	Output        int64
+	CacheRead     int64
+	CacheCreation int64 // cache_creation_input_tokens, all tiers
+	// Ephemeral5m and Ephemeral1h are the cache_creation breakdown;
+	// HasBreakdown says whether the object was present.
+	Ephemeral5m  int64
+	Ephemeral1h  int64
+	HasBreakdown bool
+}
+
+// Total is the sum used to break ties between copies of a request.
+func (u Usage) Total() int64 { return u.Input + u.Output + u.CacheRead + u.CacheCreation }
+
+// CacheWrite1h is the 1-hour tier of the cache writes.
+func (u Usage) CacheWrite1h() int64 { return u.Ephemeral1h }
+
+// CacheWrite5m is the 5-minute tier: everything written that is not 1h. An
+// absent breakdown means all of it (5m was the only tier then); a breakdown
+// that sums to less than cache_creation_input_tokens leaves the remainder
+// in 5m, so no written token is lost.
+func (u Usage) CacheWrite5m() int64 {
+	total := u.CacheCreation
+	if s := u.Ephemeral5m + u.Ephemeral1h; s > total {
+		total = s
+	}
+	return total - u.Ephemeral1h
+}
+
+// ToolUse is one tool_use content block.
+type ToolUse struct {
+	ID   string
+	Name string
+	// SubagentType and Description are read from the input of Task/Agent
+	// calls only.
+	SubagentType string
+	Description  string
+	// Input is the raw JSON input, kept only when Options.KeepToolIO is set.
+	Input string
+}
+
+// ToolResult is one tool_result content block.
+type ToolResult struct {
+	ToolUseID string
+	IsError   bool
+	// Content is the result text, kept only when Options.KeepToolIO is set.
+	Content string
+}
+
+// Message is the "message" object of a user or assistant line.
+type Message struct {
+	ID         string
+	Model      string
+	StopReason string // "" when null or absent
+	Usage      Usage
+	HasUsage   bool
+
+	// ContentIsString is set when content is a plain string (a typed
+	// prompt); otherwise content is an array of blocks.
+	ContentIsString bool
+	// TextBlocks counts text blocks (a string content counts as one).
+	TextBlocks int
+	// OtherBlocks counts blocks that are neither text, tool_use,
+	// tool_result nor thinking (images, documents, ...).
+	OtherBlocks int
+	// ThinkingBlocks counts thinking and redacted_thinking blocks.
+	ThinkingBlocks int
+	// TextHead is the start of the first text (unescaped, at most
+	// TextHeadMax bytes): enough to tell prompts from plumbing.
+	TextHead string
+	// TextHeadCut says TextHead is shorter than the text.
+	TextHeadCut bool
+	// Text is the whole text (all text blocks joined by "\n"), kept only
+	// when Options.KeepText is set.
+	Text string
+	// Thinking is the thinking text, kept only when Options.KeepThinking
+	// is set.
+	Thinking string
+
+	ToolUses    []ToolUse
+	ToolResults []ToolResult
+}
+
+// FirstTextIs reports whether the first text is exactly s.
+func (m *Message) FirstTextIs(s string) bool { return !m.TextHeadCut && m.TextHead == s }
+
+// TextHeadMax bounds Message.TextHead.
+const TextHeadMax = 96
+
+// TaskResult is what the toolUseResult of a Task/Agent call says about the
+// subagent it ran.
+type TaskResult struct {
+	AgentID         string
+	AgentType       string
+	Status          string
+	TotalDurationMs int64
+}
+
+// Record is one decoded transcript line. Only the fields the exporter needs
+// are kept; everything else is skipped without allocation.
+type Record struct {
+	Kind Kind
+	// Type is the raw "type" value (kept for unknown kinds and counting).
+	Type    string
+	Subtype string
+
+	UUID       string
+	ParentUUID string
+	// LogicalParentUUID links a compact boundary to the record before it.
+	LogicalParentUUID string
+	SessionID         string
+	AgentID           string
+	RequestID         string
+	PromptID          string
+	Timestamp         time.Time
+	// TimestampRaw holds an unparsable timestamp (empty when Timestamp is
+	// set or the field is absent).
+	TimestampRaw string
+
+	IsSidechain       bool
+	IsMeta            bool
+	IsCompactSummary  bool
+	IsAPIErrorMessage bool
+	IsVisibleOnly     bool // isVisibleInTranscriptOnly
+
+	// Error is the string "error" field of synthetic assistant lines
+	// (e.g. "rate_limit"); APIErrorStatus is apiErrorStatus.
+	Error          string
+	APIErrorStatus int64
+	Level          string
+
+	Cwd       string
+	GitBranch string
+	Version   string
+	Slug      string
+
+	// HasMessage says the line had a "message" object.
+	HasMessage bool
+	Message    Message
+
+	// SourceToolUseID links meta records to the tool call that made them.
+	SourceToolUseID string
+	// TaskResult is set when toolUseResult names a subagent.
+	TaskResult *TaskResult
+	// ToolUseResultIsString is set when toolUseResult is a plain string
+	// (an error text).
+	ToolUseResultIsString bool
+
+	// System records.
+	CompactTrigger   string
+	CompactPreTokens int64
+	HasCompact       bool
+	DurationMs       int64
+	// Content is the string "content" of system records (e.g. a
+	// local_command), kept only up to TextHeadMax bytes.
+	ContentHead string
+
+	// Progress records.
+	ProgressType    string
+	ProgressAgentID string
+	ParentToolUseID string
+	ToolUseID       string
+	// Embedded is the message envelope a progress record carries
+	// (data.message): a user or assistant record of a subagent, written
+	// into the parent's file by older versions.
+	Embedded *Record
+
+	// Summary / title records.
+	LeafUUID string
+	Title    string
+
+	// UnknownFields counts top-level keys this decoder does not know.
+	UnknownFields int
+}
+
+// reset clears r for reuse, keeping allocated slices.
+func (r *Record) reset() {
+	emb := r.Embedded
+	uses := r.Message.ToolUses[:0]
+	results := r.Message.ToolResults[:0]
+	*r = Record{}
+	r.Message.ToolUses = uses
+	r.Message.ToolResults = results
+	if emb != nil {
+		emb.reset()
+		r.Embedded = emb
+		r.Embedded.Kind = KindOther
+	}
+}
+
+// HasEmbedded reports whether a progress record carried a message.
+func (r *Record) HasEmbedded() bool {
+	return r.Embedded != nil && (r.Embedded.Kind == KindUser || r.Embedded.Kind == KindAssistant)
+}
+
+// IsSynthetic reports whether an assistant record was made up by Claude
+// Code rather than returned by the API.
+func (r *Record) IsSynthetic() bool {
+	return r.Kind == KindAssistant && r.Message.Model == SyntheticModel
+}

@@ -1,0 +1,278 @@
+package transcript
+
+import (
+	"bytes"
+	"errors"
+	"unicode/utf8"
+)
+
+// errSyntax is returned by the scanner for any structural JSON error. The
+// decoder maps it to ReasonInvalidJSON.
+var errSyntax = errors.New("invalid json")
+
+// The scanner works on one line held in memory. It never builds a tree: it
+// walks the object keys the decoder asks for and skips everything else with
+// skipValue, which jumps over strings with bytes.IndexByte so that large
+// payloads (tool output, snapshots, thinking) cost a memchr, not an
+// allocation.
+
+func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
+
+func skipWS(b []byte, i int) int {
+	for i < len(b) && isSpace(b[i]) {
+		i++
+	}
+	return i
+}
+
+// stringEnd returns the index of the closing quote of the string whose
+// opening quote is at b[i-1] (i is the first content byte) and whether the
+// string contains escapes.
+func stringEnd(b []byte, i int) (end int, escaped bool, err error) {
+	for {
+		j := bytes.IndexByte(b[i:], '"')
+		if j < 0 {
+			return 0, false, errSyntax
+		}
+		q := i + j
+		// Count the backslashes right before the quote: an odd number
+		// escapes it.
+		n := 0
+		for k := q - 1; k >= i && b[k] == '\\'; k-- {
+			n++
+		}
+		if !escaped && bytes.IndexByte(b[i:q], '\\') >= 0 {
+			escaped = true
+		}
+		if n%2 == 0 {
+			return q, escaped, nil
+		}
+		escaped = true
+		i = q + 1
+	}
+}
+
+// readString expects b[i] == '"' and returns the raw bytes between the
+// quotes, whether they hold escapes, and the index after the closing quote.
+func readString(b []byte, i int) (raw []byte, escaped bool, next int, err error) {
+	if i >= len(b) || b[i] != '"' {
+		return nil, false, 0, errSyntax
+	}
+	end, esc, err := stringEnd(b, i+1)
+	if err != nil {
+		return nil, false, 0, err
+	}
+	return b[i+1 : end], esc, end + 1, nil
+}
+
+// skipValue skips the JSON value starting at b[i] (after whitespace) and
+// returns the index after it. Containers are matched bracket by bracket so
+// that a truncated or unbalanced value is a syntax error.
+func skipValue(b []byte, i int) (int, error) {
+	i = skipWS(b, i)
+	if i >= len(b) {
+		return 0, errSyntax
+	}
+	switch c := b[i]; c {
+	case '"':
+		end, _, err := stringEnd(b, i+1)
+		if err != nil {
+			return 0, err
+		}
+		return end + 1, nil
+	case '{', '[':
+		return skipContainer(b, i)
+	case 't':
+		return expectLit(b, i, "true")
+	case 'f':
+		return expectLit(b, i, "false")
+	case 'n':
+		return expectLit(b, i, "null")
+	default:
+		if c == '-' || (c >= '0' && c <= '9') {
+			return skipNumber(b, i)
+		}
+		return 0, errSyntax
+	}
+}
+
+func expectLit(b []byte, i int, lit string) (int, error) {
+	if len(b)-i < len(lit) || string(b[i:i+len(lit)]) != lit {
+		return 0, errSyntax
+	}
+	return i + len(lit), nil
+}
+
+func skipNumber(b []byte, i int) (int, error) {
+	start := i
+	for i < len(b) {
+		c := b[i]
+		if (c >= '0' && c <= '9') || c == '-' || c == '+' || c == '.' || c == 'e' || c == 'E' {
+			i++
+			continue
+		}
+		break
+	}
+	if i == start {
+		return 0, errSyntax
+	}
+	return i, nil
+}
+
+// skipContainer skips an object or array starting at b[i]. It checks that
+// brackets nest and close with the right kind, and that strings terminate;
+// it does not check commas and colons inside skipped values (the decoder
+// only needs to know where a value ends).
+func skipContainer(b []byte, i int) (int, error) {
+	var small [64]byte
+	stack := small[:0]
+	for i < len(b) {
+		c := b[i]
+		switch c {
+		case '"':
+			end, _, err := stringEnd(b, i+1)
+			if err != nil {
+				return 0, err
+			}
+			i = end + 1
+			continue
+		case '{':
+			stack = append(stack, '}')
+		case '[':
+			stack = append(stack, ']')
+		case '}', ']':
+			if len(stack) == 0 || stack[len(stack)-1] != c {
+				return 0, errSyntax
+			}
+			stack = stack[:len(stack)-1]
+			if len(stack) == 0 {
+				return i + 1, nil
+			}
+		default:
+			if c < 0x20 && !isSpace(c) {
+				return 0, errSyntax
+			}
+		}
+		i++
+	}
+	return 0, errSyntax
+}
+
+// objectFields calls fn for every key of the object starting at b[i]. fn
+// receives the raw key and the index of the value (after whitespace) and
+// returns the index after the value. It returns the index after the
+// closing brace.
+func objectFields(b []byte, i int, fn func(key []byte, v int) (int, error)) (int, error) {
+	i = skipWS(b, i)
+	if i >= len(b) || b[i] != '{' {
+		return 0, errSyntax
+	}
+	i = skipWS(b, i+1)
+	if i < len(b) && b[i] == '}' {
+		return i + 1, nil
+	}
+	for {
+		key, _, next, err := readString(b, i)
+		if err != nil {
+			return 0, err
+		}
+		i = skipWS(b, next)
+		if i >= len(b) || b[i] != ':' {
+			return 0, errSyntax
+		}
+		i = skipWS(b, i+1)
+		if i >= len(b) {
+			return 0, errSyntax
+		}
+		i, err = fn(key, i)
+		if err != nil {
+			return 0, err
+		}
+		i = skipWS(b, i)
+		if i >= len(b) {
+			return 0, errSyntax
+		}
+		switch b[i] {
+		case ',':
+			i = skipWS(b, i+1)
+		case '}':
+			return i + 1, nil
+		default:
+			return 0, errSyntax
+		}
+	}
+}
+
+// arrayElems calls fn for every element of the array starting at b[i].
+func arrayElems(b []byte, i int, fn func(v int) (int, error)) (int, error) {
+	i = skipWS(b, i)
+	if i >= len(b) || b[i] != '[' {
+		return 0, errSyntax
+	}
+	i = skipWS(b, i+1)
+	if i < len(b) && b[i] == ']' {
+		return i + 1, nil
+	}
+	for {
+		var err error
+		i, err = fn(i)
+		if err != nil {
+			return 0, err
+		}
+		i = skipWS(b, i)
+		if i >= len(b) {
+			return 0, errSyntax
+		}
+		switch b[i] {
+		case ',':
+			i = skipWS(b, i+1)
+		case ']':
+			return i + 1, nil
+		default:
+			return 0, errSyntax
+		}
+	}
+}
+
+// readInt reads a JSON number (or null) at b[i] as an int64, truncating a
+// fraction. Non-numbers are skipped and read as 0.
+func readInt(b []byte, i int) (int64, int, error) {
+	if i < len(b) && (b[i] == '-' || (b[i] >= '0' && b[i] <= '9')) {
+		neg := false
+		j := i
+		if b[j] == '-' {
+			neg = true
+			j++
+		}
+		var n int64
+		for j < len(b) && b[j] >= '0' && b[j] <= '9' {
+			if n < (1<<62)/10 {
+				n = n*10 + int64(b[j]-'0')
+			}
+			j++
+		}
+		end, err := skipNumber(b, i)
+		if err != nil {
+			return 0, 0, err
+		}
+		if neg {
+			n = -n
+		}
+		return n, end, nil
+	}
+	end, err := skipValue(b, i)
+	return 0, end, err
+}
+
+// readBool reads true/false; anything else is skipped and read as false.
+func readBool(b []byte, i int) (bool, int, error) {
+	if i < len(b) && b[i] == 't' {
+		end, err := expectLit(b, i, "true")
+		return err == nil, end, err
+	}
+	end, err := skipValue(b, i)
+	return false, end, err
+}
+
+// validUTF8 reports whether the line is valid UTF-8.
+func validUTF8(b []byte) bool { return utf8.Valid(b) }
