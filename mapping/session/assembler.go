@@ -1,0 +1,774 @@
+package session
+
+import (
+	"cmp"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/claude-transcript-exporter/claude-transcript-exporter/mapping/transcript"
+)
+
+// Config tunes the assembler. Zero values take defaults.
+type Config struct {
+	// Settle is how long a request must go without a new line before a
+	// non-final Flush emits it: a response is written as several lines,
+	// and the labels (model, stop reason) come from the best one.
+	Settle time.Duration
+	// IdleTimeout closes a session (open turn, unanswered tools, its
+	// subagents) after this long without a record, on a non-final Flush.
+	// Zero: sessions close only on a final Flush.
+	IdleTimeout time.Duration
+}
+
+// DefaultSettle is the default Config.Settle.
+const DefaultSettle = 3 * time.Second
+
+// Assembler turns decoded records into units (requests, tool calls,
+// turns, subagents, compactions, API errors, sessions) and hands them to a
+// Sink. Deduplication is global: the same message.id, tool_use id, prompt
+// uuid or compact boundary seen in several files counts once. It is pure
+// (time is passed in) and not safe for concurrent use.
+type Assembler struct {
+	cfg  Config
+	sink Sink
+	seq  uint64
+
+	requests map[string]*reqState
+	tools    map[string]*toolState
+	// results seen before their tool_use (order across files is free).
+	early    map[string]*earlyResult
+	seen     map[string]struct{} // dedup keys: "p:"+prompt uuid, "c:"+compaction uuid, "e:"+error id
+	sessions map[string]*sessState
+	agents   map[string]*agentState
+	ctxs     map[ctxKey]*ctxState
+
+	stats Stats
+}
+
+// Stats counts what the assembler met that is worth a self-metric.
+type Stats struct {
+	DuplicateRequestLines int64 // assistant lines of a message already seen
+	OrphanToolResults     int64 // tool results never matched (at final flush)
+	ClampedTimes          int64 // spans whose end came before their start
+	NoMessageID           int64 // assistant lines without message.id
+}
+
+type ctxKey struct{ session, agent string }
+
+type ctxState struct {
+	sess   *sessState
+	agent  *agentState // nil in the main conversation
+	recent map[string]recInfo
+}
+
+type recInfo struct {
+	t     time.Time
+	msgID string
+}
+
+type sessState struct {
+	seq                         uint64
+	id                          string
+	cwd, branch, version, slug  string
+	title                       string
+	projectDir                  string
+	started, ended              bool
+	start, last                 time.Time
+	lastSeen                    time.Time
+	turn                        *Turn
+	turns                       int
+	hasMain                     bool
+	openTools                   map[string]struct{}
+	agents                      map[string]struct{}
+	lastMainRecord, lastMainMsg string
+}
+
+type reqState struct {
+	seq       uint64
+	where     Where
+	msgID     string
+	requestID string
+	model     string
+	stop      string
+	usage     transcript.Usage
+	start     time.Time
+	end       time.Time
+	lastSeen  time.Time
+	emitted   bool
+	counted   Tokens
+	interrupt bool
+	toolIDs   []string
+	text      string
+	thinking  string
+}
+
+type toolState struct {
+	seq  uint64
+	call ToolCall
+	done bool
+}
+
+type earlyResult struct {
+	isError bool
+	t       time.Time
+	task    *transcript.TaskResult
+	output  string
+}
+
+type agentState struct {
+	seq         uint64
+	id          string
+	sessionID   string
+	agentType   string
+	description string
+	toolUseID   string
+	warmup      bool
+	warmupKnown bool
+	emitted     bool
+	start, end  time.Time
+	project     string
+}
+
+// New returns an assembler that sends units to sink.
+func New(cfg Config, sink Sink) *Assembler {
+	if cfg.Settle <= 0 {
+		cfg.Settle = DefaultSettle
+	}
+	return &Assembler{
+		cfg:      cfg,
+		sink:     sink,
+		requests: make(map[string]*reqState),
+		tools:    make(map[string]*toolState),
+		early:    make(map[string]*earlyResult),
+		seen:     make(map[string]struct{}),
+		sessions: make(map[string]*sessState),
+		agents:   make(map[string]*agentState),
+		ctxs:     make(map[ctxKey]*ctxState),
+	}
+}
+
+// Stats returns the assembler's counts so far.
+func (a *Assembler) Stats() Stats { return a.stats }
+
+func (a *Assembler) next() uint64 { a.seq++; return a.seq }
+
+// firstSeen records key and reports whether it is new.
+func (a *Assembler) firstSeen(key string) bool {
+	if _, ok := a.seen[key]; ok {
+		return false
+	}
+	a.seen[key] = struct{}{}
+	return true
+}
+
+// Add feeds one decoded record from src. now is the wall-clock time of
+// processing (for settling and idle timeouts, never for span times).
+func (a *Assembler) Add(src *Source, r *transcript.Record, now time.Time) {
+	c := a.context(src, r, now)
+	a.addIn(c, src, r, now)
+	if r.Kind == transcript.KindProgress && r.HasEmbedded() {
+		agentID := r.ProgressAgentID
+		if agentID == "" {
+			agentID = r.Embedded.AgentID
+		}
+		if agentID == "" {
+			return
+		}
+		e := r.Embedded
+		if e.Timestamp.IsZero() {
+			e.Timestamp = r.Timestamp
+		}
+		if e.Cwd == "" {
+			e.Cwd = r.Cwd
+		}
+		ec := a.ctxFor(c.sess, agentID, now)
+		if ec.agent.toolUseID == "" && r.ParentToolUseID != "" {
+			a.linkAgentTool(ec.agent, r.ParentToolUseID)
+		}
+		a.addIn(ec, src, e, now)
+	}
+}
+
+func (a *Assembler) context(src *Source, r *transcript.Record, now time.Time) *ctxState {
+	sessionID := src.SessionID
+	if sessionID == "" {
+		sessionID = r.SessionID
+	}
+	if sessionID == "" {
+		sessionID = "unknown"
+	}
+	agentID := src.AgentID
+	if agentID == "" && src.Kind == SourceOther && r.AgentID != "" {
+		agentID = r.AgentID
+	}
+	sess := a.session(sessionID, src)
+	c := a.ctxFor(sess, agentID, now)
+	if c.agent != nil && src.Kind != SourceOther {
+		ag := c.agent
+		if ag.agentType == "" && src.AgentType != "" {
+			ag.agentType = src.AgentType
+		}
+		if ag.description == "" {
+			ag.description = src.Description
+		}
+		if ag.toolUseID == "" && src.ToolUseID != "" {
+			a.linkAgentTool(ag, src.ToolUseID)
+		}
+	}
+	return c
+}
+
+func (a *Assembler) session(id string, src *Source) *sessState {
+	s := a.sessions[id]
+	if s == nil {
+		s = &sessState{seq: a.next(), id: id, projectDir: src.ProjectDir, openTools: map[string]struct{}{}, agents: map[string]struct{}{}}
+		a.sessions[id] = s
+	}
+	return s
+}
+
+func (a *Assembler) ctxFor(s *sessState, agentID string, now time.Time) *ctxState {
+	k := ctxKey{s.id, agentID}
+	c := a.ctxs[k]
+	if c == nil {
+		c = &ctxState{sess: s, recent: make(map[string]recInfo)}
+		if agentID != "" {
+			ag := a.agents[agentID]
+			if ag == nil {
+				ag = &agentState{seq: a.next(), id: agentID, sessionID: s.id}
+				a.agents[agentID] = ag
+			}
+			s.agents[agentID] = struct{}{}
+			c.agent = ag
+		}
+		a.ctxs[k] = c
+	}
+	return c
+}
+
+func (c *ctxState) remember(uuid string, t time.Time, msgID string) {
+	if uuid == "" {
+		return
+	}
+	if len(c.recent) >= 4096 {
+		clear(c.recent)
+	}
+	c.recent[uuid] = recInfo{t: t, msgID: msgID}
+}
+
+func (a *Assembler) where(c *ctxState) Where {
+	w := Where{SessionID: c.sess.id, Project: a.project(c.sess)}
+	if c.agent != nil {
+		w.AgentID = c.agent.id
+		if c.agent.project != "" && w.Project == "" {
+			w.Project = c.agent.project
+		}
+	} else if c.sess.turn != nil {
+		w.TurnID = c.sess.turn.PromptUUID
+	}
+	return w
+}
+
+func (a *Assembler) project(s *sessState) string {
+	if s.cwd != "" {
+		return s.cwd
+	}
+	return s.projectDir
+}
+
+func laterOf(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
+}
+
+func (a *Assembler) addIn(c *ctxState, src *Source, r *transcript.Record, now time.Time) {
+	s := c.sess
+	s.lastSeen = now
+	isMsg := r.Kind == transcript.KindUser || r.Kind == transcript.KindAssistant
+	if r.Cwd != "" {
+		if c.agent == nil && (s.cwd == "" || !s.hasMain) && isMsg {
+			s.cwd = r.Cwd
+		}
+		if c.agent != nil && c.agent.project == "" {
+			c.agent.project = r.Cwd
+		}
+		if s.cwd == "" {
+			s.cwd = r.Cwd
+		}
+	}
+	if c.agent == nil && isMsg {
+		if r.GitBranch != "" {
+			s.branch = r.GitBranch
+		}
+		if r.Version != "" {
+			s.version = r.Version
+		}
+		if r.Slug != "" {
+			s.slug = r.Slug
+		}
+	}
+	if r.Title != "" && (r.Kind == transcript.KindCustomTitle || r.Kind == transcript.KindAITitle) && (s.title == "" || r.Kind == transcript.KindCustomTitle) {
+		s.title = r.Title
+	}
+	if !r.Timestamp.IsZero() {
+		if s.start.IsZero() || r.Timestamp.Before(s.start) {
+			s.start = r.Timestamp
+		}
+		s.last = laterOf(s.last, r.Timestamp)
+		if c.agent != nil {
+			if c.agent.start.IsZero() || r.Timestamp.Before(c.agent.start) {
+				c.agent.start = r.Timestamp
+			}
+			c.agent.end = laterOf(c.agent.end, r.Timestamp)
+		}
+	}
+	if c.agent == nil && isMsg && src.Kind != SourceOther && !r.IsSidechain {
+		if !s.hasMain {
+			s.hasMain = true
+		}
+		if !s.started {
+			s.started = true
+			a.sink.Session(a.sessionUnit(s, false))
+		}
+	}
+	switch r.Kind {
+	case transcript.KindAssistant:
+		a.assistant(c, r, now)
+	case transcript.KindUser:
+		a.user(c, r, now)
+	case transcript.KindSystem:
+		a.system(c, r)
+	}
+}
+
+func (a *Assembler) sessionUnit(s *sessState, ended bool) *Session {
+	return &Session{
+		Where:     Where{SessionID: s.id, Project: a.project(s)},
+		Cwd:       s.cwd,
+		GitBranch: s.branch,
+		Version:   s.version,
+		Slug:      s.slug,
+		Title:     s.title,
+		Start:     s.start,
+		End:       s.last,
+		Ended:     ended,
+		Turns:     s.turns,
+	}
+}
+
+func (a *Assembler) assistant(c *ctxState, r *transcript.Record, now time.Time) {
+	m := &r.Message
+	if m.Model == transcript.SyntheticModel {
+		a.synthetic(c, r)
+		return
+	}
+	if m.ID == "" {
+		a.stats.NoMessageID++
+		c.remember(r.UUID, r.Timestamp, "")
+		return
+	}
+	st := a.requests[m.ID]
+	if st == nil {
+		st = &reqState{seq: a.next(), where: a.where(c), msgID: m.ID, start: r.Timestamp, end: r.Timestamp}
+		if p, ok := c.recent[r.ParentUUID]; ok && !p.t.IsZero() && (r.Timestamp.IsZero() || !p.t.After(r.Timestamp)) {
+			st.start = p.t
+		}
+		st.model, st.stop, st.usage, st.requestID = m.Model, m.StopReason, m.Usage, r.RequestID
+		a.requests[m.ID] = st
+		if c.agent == nil && c.sess.turn != nil {
+			c.sess.turn.Requests++
+		}
+	} else {
+		a.stats.DuplicateRequestLines++
+		if !r.Timestamp.IsZero() {
+			st.end = laterOf(st.end, r.Timestamp)
+			if st.start.IsZero() {
+				st.start = r.Timestamp
+			}
+		}
+		out, total := m.Usage.Output, m.Usage.Total()
+		if out > st.usage.Output || (out == st.usage.Output && total > st.usage.Total()) {
+			st.model, st.stop, st.usage = m.Model, m.StopReason, m.Usage
+			if r.RequestID != "" {
+				st.requestID = r.RequestID
+			}
+		}
+		if st.emitted {
+			now := TokensOf(st.usage)
+			if d := now.Sub(st.counted); !d.IsZero() {
+				st.counted = st.counted.Max(now)
+				a.sink.RequestUpdate(&RequestUpdate{Where: st.where, MessageID: st.msgID, Model: st.model, Delta: d})
+			}
+		}
+	}
+	st.lastSeen = now
+	if m.Text != "" {
+		st.text = joinCapped(st.text, m.Text)
+	}
+	if m.Thinking != "" {
+		st.thinking = joinCapped(st.thinking, m.Thinking)
+	}
+	for i := range m.ToolUses {
+		tu := &m.ToolUses[i]
+		if tu.ID == "" {
+			continue
+		}
+		if _, ok := a.tools[tu.ID]; ok {
+			continue
+		}
+		ts := &toolState{seq: a.next(), call: ToolCall{
+			Where:        st.where,
+			ToolUseID:    tu.ID,
+			Name:         tu.Name,
+			MessageID:    m.ID,
+			Start:        r.Timestamp,
+			SubagentType: tu.SubagentType,
+			Description:  tu.Description,
+			Input:        tu.Input,
+		}}
+		a.tools[tu.ID] = ts
+		st.toolIDs = append(st.toolIDs, tu.ID)
+		c.sess.openTools[tu.ID] = struct{}{}
+		if ag := a.agentByTool(tu.ID); ag != nil {
+			ts.call.AgentID = ag.id
+		}
+		if e, ok := a.early[tu.ID]; ok {
+			delete(a.early, tu.ID)
+			a.finishTool(ts, e.isError, e.t, e.task, e.output)
+		}
+	}
+	c.remember(r.UUID, r.Timestamp, m.ID)
+	if c.agent == nil {
+		c.sess.lastMainMsg = m.ID
+	}
+}
+
+func joinCapped(cur, add string) string {
+	if cur == "" {
+		return add
+	}
+	return cur + "\n" + add
+}
+
+func (a *Assembler) agentByTool(toolUseID string) *agentState {
+	for _, ag := range a.agents {
+		if ag.toolUseID == toolUseID {
+			return ag
+		}
+	}
+	return nil
+}
+
+func (a *Assembler) linkAgentTool(ag *agentState, toolUseID string) {
+	ag.toolUseID = toolUseID
+	if t := a.tools[toolUseID]; t != nil {
+		t.call.AgentID = ag.id
+		if ag.agentType == "" && t.call.SubagentType != "" {
+			ag.agentType = t.call.SubagentType
+		}
+		if ag.description == "" {
+			ag.description = t.call.Description
+		}
+	}
+}
+
+func (a *Assembler) synthetic(c *ctxState, r *transcript.Record) {
+	key := r.Message.ID
+	if key == "" {
+		key = r.UUID
+	}
+	if key != "" && !a.firstSeen("e:"+key) {
+		return
+	}
+	kind := SyntheticKind(r)
+	a.sink.APIError(&APIError{Where: a.where(c), Kind: kind, Status: r.APIErrorStatus, Time: r.Timestamp, Text: r.Message.Text})
+	c.remember(r.UUID, r.Timestamp, "")
+}
+
+// SyntheticKind classifies a <synthetic> assistant line: the API error it
+// names ("rate_limit", "authentication_failed", ...), a limit notice, a
+// generic API error, or a synthetic notice such as "No response
+// requested.".
+func SyntheticKind(r *transcript.Record) string {
+	text := strings.ToLower(r.Message.TextHead)
+	switch {
+	case r.Error != "":
+		return r.Error
+	case strings.Contains(text, "limit"):
+		return "rate_limit"
+	case r.IsAPIErrorMessage:
+		return "api_error"
+	case strings.HasPrefix(text, "no response requested"):
+		return "no_response"
+	}
+	return "synthetic"
+}
+
+func (a *Assembler) user(c *ctxState, r *transcript.Record, now time.Time) {
+	m := &r.Message
+	for i := range m.ToolResults {
+		tr := &m.ToolResults[i]
+		if tr.ToolUseID == "" {
+			continue
+		}
+		var task *transcript.TaskResult
+		if r.TaskResult != nil && len(m.ToolResults) == 1 {
+			task = r.TaskResult
+		}
+		t := a.tools[tr.ToolUseID]
+		switch {
+		case t == nil:
+			if _, ok := a.early[tr.ToolUseID]; !ok {
+				a.early[tr.ToolUseID] = &earlyResult{isError: tr.IsError, t: r.Timestamp, task: task, output: tr.Content}
+			}
+		case !t.done:
+			a.finishTool(t, tr.IsError, r.Timestamp, task, tr.Content)
+		}
+	}
+	if c.agent != nil && !c.agent.warmupKnown && r.HasMessage && len(m.ToolResults) == 0 {
+		c.agent.warmupKnown = true
+		c.agent.warmup = m.FirstTextIs("Warmup")
+		if c.agent.warmup {
+			a.emitAgent(c.agent)
+		}
+	}
+	if IsInterruptMarker(r) {
+		if p, ok := c.recent[r.ParentUUID]; ok && p.msgID != "" {
+			if st := a.requests[p.msgID]; st != nil {
+				st.interrupt = true
+			}
+		}
+	}
+	if c.agent == nil && IsHumanPrompt(r) && r.UUID != "" && a.firstSeen("p:"+r.UUID) {
+		s := c.sess
+		if s.turn != nil {
+			a.sink.Turn(s.turn)
+		}
+		s.turns++
+		s.turn = &Turn{
+			Where:      Where{SessionID: s.id, Project: a.project(s), TurnID: r.UUID},
+			PromptUUID: r.UUID,
+			Start:      r.Timestamp,
+			End:        r.Timestamp,
+			Prompt:     m.Text,
+		}
+	}
+	if c.agent == nil && c.sess.turn != nil && !r.Timestamp.IsZero() {
+		c.sess.turn.End = laterOf(c.sess.turn.End, r.Timestamp)
+	}
+	c.remember(r.UUID, r.Timestamp, "")
+}
+
+func (a *Assembler) finishTool(t *toolState, isError bool, at time.Time, task *transcript.TaskResult, output string) {
+	t.done = true
+	call := &t.call
+	call.Outcome = OutcomeOK
+	if isError {
+		call.Outcome = OutcomeError
+	}
+	call.End = at
+	call.Output = output
+	if !call.Start.IsZero() && !at.IsZero() {
+		if at.Before(call.Start) {
+			a.stats.ClampedTimes++
+			call.End = call.Start
+		}
+		call.HasDuration = true
+	}
+	if s := a.sessions[call.SessionID]; s != nil {
+		delete(s.openTools, call.ToolUseID)
+	}
+	if task != nil && task.AgentID != "" {
+		call.AgentID = task.AgentID
+		ag := a.agents[task.AgentID]
+		if ag == nil {
+			ag = &agentState{seq: a.next(), id: task.AgentID, sessionID: call.SessionID}
+			a.agents[task.AgentID] = ag
+			if s := a.sessions[call.SessionID]; s != nil {
+				s.agents[task.AgentID] = struct{}{}
+			}
+		}
+		if ag.agentType == "" {
+			ag.agentType = task.AgentType
+		}
+		if ag.toolUseID == "" {
+			a.linkAgentTool(ag, call.ToolUseID)
+		}
+	}
+	a.sink.ToolCall(call)
+	if call.AgentID != "" {
+		if ag := a.agents[call.AgentID]; ag != nil && !ag.emitted {
+			if ag.agentType == "" {
+				ag.agentType = call.SubagentType
+			}
+			if ag.description == "" {
+				ag.description = call.Description
+			}
+			if ag.start.IsZero() {
+				ag.start = call.Start
+			}
+			ag.end = laterOf(ag.end, call.End)
+			ag.warmupKnown = true
+			a.emitAgent(ag)
+		}
+	}
+}
+
+func (a *Assembler) emitAgent(ag *agentState) {
+	if ag.emitted {
+		return
+	}
+	ag.emitted = true
+	typ := ag.agentType
+	if typ == "" {
+		typ = "unknown"
+	}
+	w := Where{SessionID: ag.sessionID, AgentID: ag.id}
+	if s := a.sessions[ag.sessionID]; s != nil {
+		w.Project = a.project(s)
+	}
+	if w.Project == "" {
+		w.Project = ag.project
+	}
+	a.sink.Subagent(&Subagent{
+		Where:       w,
+		AgentType:   typ,
+		Description: ag.description,
+		ToolUseID:   ag.toolUseID,
+		Warmup:      ag.warmup,
+		Start:       ag.start,
+		End:         ag.end,
+		Ended:       true,
+	})
+}
+
+func (a *Assembler) system(c *ctxState, r *transcript.Record) {
+	switch r.Subtype {
+	case "compact_boundary":
+		if r.UUID != "" && !a.firstSeen("c:"+r.UUID) {
+			return
+		}
+		trigger := r.CompactTrigger
+		if trigger == "" {
+			trigger = "unknown"
+		}
+		a.sink.Compaction(&Compaction{Where: a.where(c), UUID: r.UUID, Trigger: trigger, PreTokens: r.CompactPreTokens, Time: r.Timestamp})
+	case "api_error":
+		if r.UUID != "" && !a.firstSeen("e:"+r.UUID) {
+			return
+		}
+		a.sink.APIError(&APIError{Where: a.where(c), Kind: "retry", Time: r.Timestamp})
+	}
+	c.remember(r.UUID, r.Timestamp, "")
+}
+
+// Flush emits what is ready. A final flush (end of input, shutdown)
+// emits every pending request, marks tool calls without a result
+// unanswered, and closes turns, subagents and sessions. A non-final flush
+// emits requests that have settled and closes sessions idle past the idle
+// timeout.
+func (a *Assembler) Flush(now time.Time, final bool) {
+	var ready []*reqState
+	for _, st := range a.requests {
+		if !st.emitted && (final || now.Sub(st.lastSeen) >= a.cfg.Settle) {
+			ready = append(ready, st)
+		}
+	}
+	slices.SortFunc(ready, func(x, y *reqState) int { return cmp.Compare(x.seq, y.seq) })
+	for _, st := range ready {
+		a.emitRequest(st)
+	}
+	var closing []*sessState
+	for _, s := range a.sessions {
+		if s.ended {
+			continue
+		}
+		if final || (a.cfg.IdleTimeout > 0 && now.Sub(s.lastSeen) >= a.cfg.IdleTimeout) {
+			closing = append(closing, s)
+		}
+	}
+	slices.SortFunc(closing, func(x, y *sessState) int { return cmp.Compare(x.seq, y.seq) })
+	for _, s := range closing {
+		a.closeSession(s)
+	}
+	if final {
+		a.stats.OrphanToolResults = int64(len(a.early))
+	}
+}
+
+func (a *Assembler) emitRequest(st *reqState) {
+	st.emitted = true
+	st.counted = TokensOf(st.usage)
+	end := st.end
+	if !st.start.IsZero() && end.Before(st.start) {
+		a.stats.ClampedTimes++
+		end = st.start
+	}
+	a.sink.Request(&Request{
+		Where:       st.where,
+		MessageID:   st.msgID,
+		RequestID:   st.requestID,
+		Model:       st.model,
+		StopReason:  st.stop,
+		Tokens:      st.counted,
+		Start:       st.start,
+		End:         end,
+		Interrupted: st.interrupt,
+		ToolUseIDs:  st.toolIDs,
+		Text:        st.text,
+		Thinking:    st.thinking,
+	})
+	st.text, st.thinking = "", ""
+}
+
+func (a *Assembler) closeSession(s *sessState) {
+	// Requests of this session still settling are emitted first, so that
+	// their tool calls and turn close after them.
+	var ready []*reqState
+	for _, st := range a.requests {
+		if !st.emitted && st.where.SessionID == s.id {
+			ready = append(ready, st)
+		}
+	}
+	slices.SortFunc(ready, func(x, y *reqState) int { return cmp.Compare(x.seq, y.seq) })
+	for _, st := range ready {
+		a.emitRequest(st)
+	}
+	var open []*toolState
+	for id := range s.openTools {
+		if t := a.tools[id]; t != nil && !t.done {
+			open = append(open, t)
+		}
+	}
+	slices.SortFunc(open, func(x, y *toolState) int { return cmp.Compare(x.seq, y.seq) })
+	for _, t := range open {
+		t.done = true
+		t.call.Outcome = OutcomeUnanswered
+		a.sink.ToolCall(&t.call)
+	}
+	clear(s.openTools)
+	var agents []*agentState
+	for id := range s.agents {
+		if ag := a.agents[id]; ag != nil && !ag.emitted {
+			agents = append(agents, ag)
+		}
+	}
+	slices.SortFunc(agents, func(x, y *agentState) int { return cmp.Compare(x.seq, y.seq) })
+	for _, ag := range agents {
+		if ag.agentType == "" && ag.toolUseID != "" {
+			if t := a.tools[ag.toolUseID]; t != nil {
+				ag.agentType = t.call.SubagentType
+			}
+		}
+		a.emitAgent(ag)
+	}
+	if s.turn != nil {
+		a.sink.Turn(s.turn)
+		s.turn = nil
+	}
+	s.ended = true
+	a.sink.Session(a.sessionUnit(s, true))
+}

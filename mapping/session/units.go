@@ -1,0 +1,218 @@
+package session
+
+import (
+	"time"
+
+	"github.com/claude-transcript-exporter/claude-transcript-exporter/mapping/transcript"
+)
+
+// The assembler emits units: each is complete when emitted and carries the
+// ids that place it in the session tree (session → turn → request → tool →
+// subagent → its requests and tools). Emission order follows the input,
+// not the tree: consumers link units by id.
+
+// Tokens is the usage of a request split the way it is billed and
+// exported: input, output, cache reads, and cache writes by tier.
+type Tokens struct {
+	Input        int64
+	Output       int64
+	CacheRead    int64
+	CacheWrite5m int64
+	CacheWrite1h int64
+}
+
+// TokensOf splits a line's usage into exported token types.
+func TokensOf(u transcript.Usage) Tokens {
+	return Tokens{
+		Input:        u.Input,
+		Output:       u.Output,
+		CacheRead:    u.CacheRead,
+		CacheWrite5m: u.CacheWrite5m(),
+		CacheWrite1h: u.CacheWrite1h(),
+	}
+}
+
+// Sub returns t-o per type, with negative differences as zero: counters
+// only grow.
+func (t Tokens) Sub(o Tokens) Tokens {
+	pos := func(a, b int64) int64 {
+		if a > b {
+			return a - b
+		}
+		return 0
+	}
+	return Tokens{
+		Input:        pos(t.Input, o.Input),
+		Output:       pos(t.Output, o.Output),
+		CacheRead:    pos(t.CacheRead, o.CacheRead),
+		CacheWrite5m: pos(t.CacheWrite5m, o.CacheWrite5m),
+		CacheWrite1h: pos(t.CacheWrite1h, o.CacheWrite1h),
+	}
+}
+
+// Max returns the per-type maximum of t and o.
+func (t Tokens) Max(o Tokens) Tokens {
+	return Tokens{
+		Input:        max(t.Input, o.Input),
+		Output:       max(t.Output, o.Output),
+		CacheRead:    max(t.CacheRead, o.CacheRead),
+		CacheWrite5m: max(t.CacheWrite5m, o.CacheWrite5m),
+		CacheWrite1h: max(t.CacheWrite1h, o.CacheWrite1h),
+	}
+}
+
+// IsZero reports whether every type is zero.
+func (t Tokens) IsZero() bool { return t == Tokens{} }
+
+// InputTotal is input + cache read + cache writes: what the GenAI
+// semantic conventions call input tokens.
+func (t Tokens) InputTotal() int64 { return t.Input + t.CacheRead + t.CacheWrite5m + t.CacheWrite1h }
+
+// Where says where a unit sits: its session, its subagent (empty in the
+// main conversation), and its turn (the prompt uuid; empty before the
+// first prompt and inside subagents).
+type Where struct {
+	SessionID string
+	AgentID   string
+	TurnID    string
+	// Project is the session's working directory (raw; the metrics mapping
+	// turns it into a label).
+	Project string
+}
+
+// Request is one API request (one message.id), emitted when it is
+// finalized. A later, better copy of the same request is emitted again as
+// an Update with Delta set and First false.
+type Request struct {
+	Where
+	MessageID  string
+	RequestID  string
+	Model      string
+	StopReason string // "" when the transcript never said
+	Tokens     Tokens
+	// Start is the time of the record that triggered the request (its
+	// parent), End the time of its last line.
+	Start, End time.Time
+	// Interrupted is set when the user interrupted this request.
+	Interrupted bool
+	ToolUseIDs  []string
+	// Text and Thinking are set only when capture is on.
+	Text     string
+	Thinking string
+}
+
+// RequestUpdate is emitted when a request's counts grow after it was
+// first emitted (a better copy arrived later). Delta holds the per-type
+// growth under the request's original labels.
+type RequestUpdate struct {
+	Where
+	MessageID string
+	Model     string
+	Delta     Tokens
+}
+
+// Outcome of a tool call.
+type Outcome string
+
+// Tool call outcomes.
+const (
+	OutcomeOK         Outcome = "ok"
+	OutcomeError      Outcome = "error"
+	OutcomeUnanswered Outcome = "unanswered"
+)
+
+// ToolCall is one tool_use and its tool_result, emitted when the result
+// arrives or, unanswered, when the session is flushed.
+type ToolCall struct {
+	Where
+	ToolUseID string
+	Name      string
+	// MessageID is the request that issued the call.
+	MessageID  string
+	Outcome    Outcome
+	Start, End time.Time
+	// HasDuration says both times were known and End >= Start.
+	HasDuration bool
+	// SubagentType is the Task/Agent input's subagent_type; AgentID the
+	// subagent it ran (when known).
+	SubagentType string
+	Description  string
+	AgentID      string
+	Input        string // capture only
+	Output       string // capture only
+}
+
+// Duration is End-Start when known.
+func (c *ToolCall) Duration() time.Duration {
+	if !c.HasDuration {
+		return 0
+	}
+	return c.End.Sub(c.Start)
+}
+
+// Turn is one human prompt and what followed it, emitted when the next
+// prompt arrives or the session is flushed.
+type Turn struct {
+	Where
+	PromptUUID string
+	Start, End time.Time
+	Prompt     string // capture only
+	Requests   int
+}
+
+// Session is emitted once when a session is first seen (Start set, End
+// zero) and once when it is flushed (End set).
+type Session struct {
+	Where
+	Cwd, GitBranch, Version, Slug, Title string
+	Start, End                            time.Time
+	Ended                                 bool
+	Turns                                 int
+}
+
+// Subagent is a subagent run, emitted when its type is known and it has
+// started, and again (Ended) when its launching tool call completes or the
+// session is flushed.
+type Subagent struct {
+	Where
+	AgentType   string
+	Description string
+	// ToolUseID is the Task/Agent call that launched it ("" when unknown).
+	ToolUseID  string
+	Warmup     bool
+	Start, End time.Time
+	Ended      bool
+}
+
+// Compaction is one compact_boundary.
+type Compaction struct {
+	Where
+	UUID      string
+	Trigger   string
+	PreTokens int64
+	Time      time.Time
+}
+
+// APIError is an API error, a limit notice or a retry, read from
+// <synthetic> lines and system records.
+type APIError struct {
+	Where
+	Kind   string
+	Status int64
+	Time   time.Time
+	// Text is the notice text, capture only.
+	Text string
+}
+
+// Sink receives units. Methods are called synchronously from Add and
+// Flush; the units must not be retained past the call unless copied.
+type Sink interface {
+	Session(*Session)
+	Turn(*Turn)
+	Request(*Request)
+	RequestUpdate(*RequestUpdate)
+	ToolCall(*ToolCall)
+	Subagent(*Subagent)
+	Compaction(*Compaction)
+	APIError(*APIError)
+}
