@@ -1,0 +1,47 @@
+# claude-transcript-exporter
+BINARY   := claude-transcript-exporter
+PKG      := github.com/claude-transcript-exporter/claude-transcript-exporter
+VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+REVISION ?= $(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)
+BRANCH   ?= $(shell git rev-parse --abbrev-ref HEAD 2>/dev/null || echo unknown)
+LDFLAGS  := -s -w \
+	-X github.com/prometheus/common/version.Version=$(VERSION) \
+	-X github.com/prometheus/common/version.Revision=$(REVISION) \
+	-X github.com/prometheus/common/version.Branch=$(BRANCH)
+GO       ?= go
+
+.PHONY: all build run test test-short lint bench up down clean
+
+all: build
+
+build:
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BINARY) ./cmd/claude-transcript-exporter
+
+# Starts the exporter on this machine's defaults: reads ~/.claude (or
+# $CLAUDE_CONFIG_DIR) and serves metrics on :9812.
+run: build
+	./$(BINARY) $(ARGS)
+
+# Every test, with the race detector. End-to-end tests start a real
+# Prometheus and a real OpenTelemetry Collector (.ci/run installs both).
+test:
+	$(GO) test -race -count=1 ./...
+
+test-short:
+	$(GO) test -count=1 ./mapping/...
+
+lint:
+	gofmt -l . | (! grep .) || (echo "gofmt needed on the files above" && exit 1)
+	$(GO) vet ./...
+
+bench:
+	./bench/run.sh
+
+up:
+	docker compose up -d --build
+
+down:
+	docker compose down
+
+clean:
+	rm -f $(BINARY)

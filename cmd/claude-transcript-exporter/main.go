@@ -1,0 +1,93 @@
+// Command claude-transcript-exporter turns Claude Code's local session
+// transcripts into Prometheus metrics and OpenTelemetry traces. This file
+// is wiring only: flags → config → daemon.Run.
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+
+	"github.com/alecthomas/kingpin/v2"
+	"github.com/prometheus/common/promslog"
+	"github.com/prometheus/common/promslog/flag"
+	"github.com/prometheus/common/version"
+	"github.com/prometheus/exporter-toolkit/web/kingpinflag"
+
+	"github.com/claude-transcript-exporter/claude-transcript-exporter/internal/daemon"
+)
+
+const name = "claude-transcript-exporter"
+
+func main() {
+	os.Exit(run(os.Args[1:]))
+}
+
+func run(args []string) int {
+	cfg := daemon.NewConfig()
+	home, _ := os.UserHomeDir()
+	defaults := daemon.DefaultClaudeDirs(os.Getenv, home)
+
+	app := kingpin.New(name, "Prometheus metrics and OpenTelemetry traces from Claude Code transcripts (read-only).")
+	app.Version(version.Print(name))
+	app.HelpFlag.Short('h')
+	app.Flag("claude.dir", "Claude config dir to read (repeatable). Default: $CLAUDE_CONFIG_DIR (comma-separated) or ~/.claude, plus ~/.config/claude when it exists.").
+		Default(defaults...).StringsVar(&cfg.ClaudeDirs)
+	webFlags := kingpinflag.AddFlags(app, cfg.WebListenAddresses[0])
+	app.Flag("web.telemetry-path", "Path under which to expose metrics.").Default(cfg.TelemetryPath).StringVar(&cfg.TelemetryPath)
+	app.Flag("oneshot", "Read every transcript once, export its spans, print the metrics exposition to stdout and exit.").BoolVar(&cfg.Oneshot)
+	app.Flag("tail.max-line-bytes", "Longest transcript line read; longer lines are counted as too_long and skipped.").
+		Default(fmt.Sprint(cfg.MaxLineBytes)).IntVar(&cfg.MaxLineBytes)
+	app.Flag("tail.rescan-interval", "How often the Claude dirs are walked for new files.").Default(cfg.RescanInterval.String()).DurationVar(&cfg.RescanInterval)
+	app.Flag("tail.poll-interval", "How often known files are checked for new lines.").Default(cfg.PollInterval.String()).DurationVar(&cfg.PollInterval)
+	app.Flag("tail.poll-only", "Do not use file system notifications (NFS, FUSE, Docker Desktop mounts).").BoolVar(&cfg.PollOnly)
+	app.Flag("metrics.project-label", "Project label: none, basename (of the session's working directory) or path (full path).").
+		Default(cfg.ProjectLabel).EnumVar(&cfg.ProjectLabel, "none", "basename", "path")
+	app.Flag("pricing.file", "JSON price table replacing the embedded one (same format as mapping/metrics/prices.json).").StringVar(&cfg.PricingFile)
+	app.Flag("sessions.active-window", "A session with a record this recent counts as active.").Default(cfg.ActiveWindow.String()).DurationVar(&cfg.ActiveWindow)
+	app.Flag("sessions.idle-timeout", "A session without records this long is closed (its turn and root spans end).").Default(cfg.IdleTimeout.String()).DurationVar(&cfg.IdleTimeout)
+	app.Flag("shutdown.timeout", "How long shutdown may take to flush spans.").Default(cfg.ShutdownTimeout.String()).DurationVar(&cfg.ShutdownTimeout)
+	app.Flag("traces.exporter", "Span exporter: otlp, stdout (OTLP JSON), none, or auto (otlp when an OTLP endpoint is configured, else none).").
+		Default(cfg.Traces.Exporter).EnumVar(&cfg.Traces.Exporter, "auto", "otlp", "stdout", "none")
+	capture := app.Flag("traces.capture", "Content to put on spans, comma-separated subset of prompts,responses,tools,thinking. Default: none (no text leaves the machine).").String()
+	app.Flag("traces.capture-max-bytes", "Cap on each captured text.").Default(fmt.Sprint(cfg.Traces.CaptureMaxBytes)).IntVar(&cfg.Traces.CaptureMaxBytes)
+	app.Flag("traces.granularity", "One trace per session, or per turn (for very long sessions and trace-size limits).").
+		Default(cfg.Traces.Granularity).EnumVar(&cfg.Traces.Granularity, "session", "turn")
+	app.Flag("otlp.endpoint", "OTLP gRPC endpoint (host:port or URL). Default: OTEL_EXPORTER_OTLP_TRACES_ENDPOINT / OTEL_EXPORTER_OTLP_ENDPOINT.").StringVar(&cfg.Traces.Endpoint)
+	app.Flag("otlp.insecure", "Use plaintext gRPC (no TLS).").BoolVar(&cfg.Traces.Insecure)
+	app.Flag("otlp.headers", "Extra gRPC headers, key=value,key2=value2 (adds to OTEL_EXPORTER_OTLP_HEADERS).").StringVar(&cfg.Traces.Headers)
+	logCfg := &promslog.Config{}
+	flag.AddFlags(app, logCfg)
+
+	if _, err := app.Parse(args); err != nil {
+		fmt.Fprintf(os.Stderr, "%s: error: %s\n", name, err)
+		return 2
+	}
+	cfg.WebListenAddresses = *webFlags.WebListenAddresses
+	cfg.WebConfigFile = *webFlags.WebConfigFile
+	if *capture != "" {
+		for _, k := range strings.Split(*capture, ",") {
+			if k = strings.TrimSpace(k); k != "" {
+				cfg.Traces.Capture = append(cfg.Traces.Capture, k)
+			}
+		}
+	}
+	logCfg.Writer = os.Stderr
+	logger := promslog.New(logCfg)
+	if err := cfg.Validate(); err != nil {
+		fmt.Fprintf(os.Stderr, "%s: error: %s\n", name, err)
+		return 2
+	}
+	logger.Info("starting", "version", version.Info(), "claude_dirs", strings.Join(cfg.ClaudeDirs, ","))
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := daemon.Run(ctx, cfg, logger, os.Stdout); err != nil {
+		fmt.Fprintf(os.Stderr, "%s: error: %s\n", name, err)
+		return 1
+	}
+	return 0
+}

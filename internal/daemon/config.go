@@ -1,0 +1,224 @@
+package daemon
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/claude-transcript-exporter/claude-transcript-exporter/mapping/metrics"
+	"github.com/claude-transcript-exporter/claude-transcript-exporter/mapping/transcript"
+)
+
+// Config is everything the daemon needs. NewConfig gives the defaults;
+// Validate names the flag of the first bad value.
+type Config struct {
+	// ClaudeDirs are the Claude config dirs to read (--claude.dir).
+	ClaudeDirs []string
+
+	WebListenAddresses []string // --web.listen-address
+	WebConfigFile      string   // --web.config.file
+	TelemetryPath      string   // --web.telemetry-path
+
+	// Oneshot reads every file once, prints the exposition to Stdout,
+	// exports spans, and returns (--oneshot).
+	Oneshot bool
+
+	MaxLineBytes   int           // --tail.max-line-bytes
+	RescanInterval time.Duration // --tail.rescan-interval
+	PollOnly       bool          // --tail.poll-only
+	PollInterval   time.Duration // --tail.poll-interval
+
+	ProjectLabel string        // --metrics.project-label
+	PricingFile  string        // --pricing.file
+	ActiveWindow time.Duration // --sessions.active-window
+	IdleTimeout  time.Duration // --sessions.idle-timeout
+
+	ShutdownTimeout time.Duration // --shutdown.timeout
+
+	Traces TracesConfig
+}
+
+// TracesConfig configures span export.
+type TracesConfig struct {
+	// Exporter is otlp, stdout, none, or auto (otlp when an endpoint is
+	// configured by flag or OTEL_EXPORTER_OTLP_*ENDPOINT, else none).
+	Exporter        string   // --traces.exporter
+	Capture         []string // --traces.capture (prompts,responses,tools,thinking)
+	CaptureMaxBytes int      // --traces.capture-max-bytes
+	Granularity     string   // --traces.granularity (session|turn)
+	Endpoint        string   // --otlp.endpoint
+	Insecure        bool     // --otlp.insecure
+	Headers         string   // --otlp.headers (k=v,k2=v2)
+	BatchSize       int      // --otlp.batch-size
+	Timeout         time.Duration
+}
+
+// NewConfig returns the defaults. ClaudeDirs is left empty: DefaultClaudeDirs
+// fills it from the environment.
+func NewConfig() Config {
+	return Config{
+		WebListenAddresses: []string{":9812"},
+		TelemetryPath:      "/metrics",
+		MaxLineBytes:       transcript.DefaultMaxLineBytes,
+		RescanInterval:     10 * time.Second,
+		PollInterval:       time.Second,
+		ProjectLabel:       string(metrics.ProjectBasename),
+		ActiveWindow:       5 * time.Minute,
+		IdleTimeout:        30 * time.Minute,
+		ShutdownTimeout:    10 * time.Second,
+		Traces: TracesConfig{
+			Exporter:        "auto",
+			CaptureMaxBytes: 4096,
+			Granularity:     "session",
+			BatchSize:       512,
+			Timeout:         10 * time.Second,
+		},
+	}
+}
+
+// DefaultClaudeDirs returns the Claude config dirs Claude Code itself
+// uses: $CLAUDE_CONFIG_DIR (a comma-separated list) or ~/.claude, plus
+// ~/.config/claude when it exists.
+func DefaultClaudeDirs(getenv func(string) string, home string) []string {
+	if v := getenv("CLAUDE_CONFIG_DIR"); v != "" {
+		var dirs []string
+		for _, d := range strings.Split(v, ",") {
+			if d = strings.TrimSpace(d); d != "" {
+				dirs = append(dirs, d)
+			}
+		}
+		if len(dirs) > 0 {
+			return dirs
+		}
+	}
+	dirs := []string{filepath.Join(home, ".claude")}
+	if st, err := os.Stat(filepath.Join(home, ".config", "claude")); err == nil && st.IsDir() {
+		dirs = append(dirs, filepath.Join(home, ".config", "claude"))
+	}
+	return dirs
+}
+
+// Capture kinds for --traces.capture.
+const (
+	CapturePrompts   = "prompts"
+	CaptureResponses = "responses"
+	CaptureTools     = "tools"
+	CaptureThinking  = "thinking"
+)
+
+// Captures reports which content kinds are captured.
+func (t TracesConfig) Captures(kind string) bool {
+	for _, c := range t.Capture {
+		if c == kind {
+			return true
+		}
+	}
+	return false
+}
+
+// Validate checks the config and names the flag of the first bad value.
+func (c *Config) Validate() error {
+	if len(c.ClaudeDirs) == 0 {
+		return errors.New("--claude.dir: no Claude config dir given")
+	}
+	for _, d := range c.ClaudeDirs {
+		st, err := os.Stat(d)
+		if err != nil {
+			return fmt.Errorf("--claude.dir: %w", err)
+		}
+		if !st.IsDir() {
+			return fmt.Errorf("--claude.dir: %s is not a directory", d)
+		}
+		f, err := os.Open(d)
+		if err != nil {
+			return fmt.Errorf("--claude.dir: %w", err)
+		}
+		f.Close()
+	}
+	if !c.Oneshot && len(c.WebListenAddresses) == 0 {
+		return errors.New("--web.listen-address: at least one address is needed")
+	}
+	if !strings.HasPrefix(c.TelemetryPath, "/") {
+		return fmt.Errorf("--web.telemetry-path: %q must start with /", c.TelemetryPath)
+	}
+	if c.MaxLineBytes < 1024 || c.MaxLineBytes > 1<<30 {
+		return fmt.Errorf("--tail.max-line-bytes: %d is outside 1KiB..1GiB", c.MaxLineBytes)
+	}
+	if c.RescanInterval < 100*time.Millisecond {
+		return fmt.Errorf("--tail.rescan-interval: %s is below 100ms", c.RescanInterval)
+	}
+	if c.PollInterval < 10*time.Millisecond {
+		return fmt.Errorf("--tail.poll-interval: %s is below 10ms", c.PollInterval)
+	}
+	if _, err := metrics.ParseProjectLabel(c.ProjectLabel); err != nil {
+		return fmt.Errorf("--metrics.project-label: %w", err)
+	}
+	if c.PricingFile != "" {
+		b, err := os.ReadFile(c.PricingFile)
+		if err != nil {
+			return fmt.Errorf("--pricing.file: %w", err)
+		}
+		if _, err := metrics.ParsePrices(b); err != nil {
+			return fmt.Errorf("--pricing.file: %s: %w", c.PricingFile, err)
+		}
+	}
+	if c.ActiveWindow <= 0 {
+		return fmt.Errorf("--sessions.active-window: %s must be positive", c.ActiveWindow)
+	}
+	if c.IdleTimeout < time.Second {
+		return fmt.Errorf("--sessions.idle-timeout: %s is below 1s", c.IdleTimeout)
+	}
+	if c.ShutdownTimeout <= 0 {
+		return fmt.Errorf("--shutdown.timeout: %s must be positive", c.ShutdownTimeout)
+	}
+	t := c.Traces
+	switch t.Exporter {
+	case "auto", "otlp", "stdout", "none":
+	default:
+		return fmt.Errorf("--traces.exporter: unknown exporter %q (want otlp, stdout, none or auto)", t.Exporter)
+	}
+	for _, k := range t.Capture {
+		switch k {
+		case CapturePrompts, CaptureResponses, CaptureTools, CaptureThinking:
+		default:
+			return fmt.Errorf("--traces.capture: unknown kind %q (want prompts, responses, tools, thinking)", k)
+		}
+	}
+	if t.CaptureMaxBytes < 1 {
+		return fmt.Errorf("--traces.capture-max-bytes: %d must be positive", t.CaptureMaxBytes)
+	}
+	switch t.Granularity {
+	case "session", "turn":
+	default:
+		return fmt.Errorf("--traces.granularity: unknown granularity %q (want session or turn)", t.Granularity)
+	}
+	if t.Headers != "" {
+		if _, err := ParseHeaders(t.Headers); err != nil {
+			return fmt.Errorf("--otlp.headers: %w", err)
+		}
+	}
+	if t.BatchSize < 1 {
+		return fmt.Errorf("--otlp.batch-size: %d must be positive", t.BatchSize)
+	}
+	return nil
+}
+
+// ParseHeaders parses k=v,k2=v2 (the OTEL_EXPORTER_OTLP_HEADERS format).
+func ParseHeaders(s string) (map[string]string, error) {
+	h := map[string]string{}
+	for _, kv := range strings.Split(s, ",") {
+		kv = strings.TrimSpace(kv)
+		if kv == "" {
+			continue
+		}
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || strings.TrimSpace(k) == "" {
+			return nil, fmt.Errorf("header %q is not key=value", kv)
+		}
+		h[strings.TrimSpace(k)] = strings.TrimSpace(v)
+	}
+	return h, nil
+}

@@ -1,0 +1,227 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/version"
+	"github.com/prometheus/exporter-toolkit/web"
+
+	"github.com/claude-transcript-exporter/claude-transcript-exporter/exporter/prom"
+	"github.com/claude-transcript-exporter/claude-transcript-exporter/mapping/metrics"
+	"github.com/claude-transcript-exporter/claude-transcript-exporter/mapping/session"
+	"github.com/claude-transcript-exporter/claude-transcript-exporter/mapping/transcript"
+)
+
+// Run builds every stage and runs the pipeline until ctx is done (or, with
+// Oneshot, until every file has been read once):
+//
+//	discover → tail → decode → assemble → {spans → OTLP, observations → Prometheus}
+//
+// Stdout receives the exposition of a one-shot run.
+func Run(ctx context.Context, cfg Config, logger *slog.Logger, stdout io.Writer) error {
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
+	now := time.Now
+
+	// Metrics: one injected registry, never the default one.
+	reg := prometheus.NewRegistry()
+	if !cfg.Oneshot {
+		reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	}
+	usage := prom.NewMetrics(reg, cfg.ActiveWindow, now)
+	self := prom.NewSelf(reg)
+	prices := metrics.DefaultPrices()
+	if cfg.PricingFile != "" {
+		b, err := os.ReadFile(cfg.PricingFile)
+		if err != nil {
+			return fmt.Errorf("--pricing.file: %w", err)
+		}
+		if prices, err = metrics.ParsePrices(b); err != nil {
+			return fmt.Errorf("--pricing.file: %w", err)
+		}
+	}
+	projectLabel, _ := metrics.ParseProjectLabel(cfg.ProjectLabel)
+	mapper := metrics.NewMapper(metrics.Config{Project: projectLabel, Prices: prices}, usage)
+
+	// Traces.
+	traces, err := newTraces(ctx, &cfg, logger.With("component", "traces"), self, stdout)
+	if err != nil {
+		return err
+	}
+	sinks := []session.Sink{mapper}
+	if traces != nil {
+		sinks = append(sinks, traces.sink)
+	}
+
+	// Decode and assemble.
+	dec := transcript.NewDecoder(transcript.Options{
+		MaxLineBytes: cfg.MaxLineBytes,
+		KeepText:     cfg.Traces.Captures(CapturePrompts) || cfg.Traces.Captures(CaptureResponses),
+		KeepThinking: cfg.Traces.Captures(CaptureThinking),
+		KeepToolIO:   cfg.Traces.Captures(CaptureTools),
+		MaxKeepBytes: cfg.Traces.CaptureMaxBytes,
+	})
+	asm := session.New(session.Config{IdleTimeout: cfg.IdleTimeout}, fanout(sinks))
+	rd := newReader(&cfg, logger.With("component", "reader"), self, asm, dec, now)
+	stats := &statsPublisher{self: self}
+
+	if cfg.Oneshot {
+		start := now()
+		files := rd.scan()
+		rd.readAll(files, true)
+		asm.Flush(now(), true)
+		stats.publish(asm.Stats())
+		self.BackfillDone.Set(1)
+		self.BackfillSeconds.Set(now().Sub(start).Seconds())
+		logger.Info("read every file", "files", len(files), "lines", rd.linesN, "seconds", now().Sub(start).Seconds())
+		var exportErr error
+		if traces != nil {
+			exportErr = traces.close(ctx, cfg.ShutdownTimeout)
+		}
+		if err := writeExposition(stdout, reg); err != nil {
+			return err
+		}
+		return exportErr
+	}
+
+	// Serve.
+	var ready atomic.Bool
+	srv, srvErr := serve(&cfg, logger.With("component", "web"), reg, &ready)
+	defer func() {
+		sctx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
+		defer cancel()
+		_ = srv.Shutdown(sctx)
+	}()
+
+	// Backfill: every file present at start, then ready.
+	start := now()
+	files := rd.scan()
+	rd.readAll(files, false)
+	asm.Flush(now(), false)
+	stats.publish(asm.Stats())
+	self.BackfillDone.Set(1)
+	self.BackfillSeconds.Set(now().Sub(start).Seconds())
+	ready.Store(true)
+	logger.Info("backfill done", "files", len(files), "lines", rd.linesN, "seconds", now().Sub(start).Seconds())
+
+	// Follow: poll known files often, rescan the tree less often.
+	poll := time.NewTicker(cfg.PollInterval)
+	defer poll.Stop()
+	rescan := time.NewTicker(cfg.RescanInterval)
+	defer rescan.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			logger.Info("shutting down")
+			asm.Flush(now(), false)
+			if traces != nil {
+				if err := traces.close(context.Background(), cfg.ShutdownTimeout); err != nil {
+					logger.Warn("span flush at shutdown incomplete", "err", err)
+				}
+			}
+			return nil
+		case err := <-srvErr:
+			return err
+		case <-rescan.C:
+			files = rd.scan()
+			rd.readAll(files, false)
+		case <-poll.C:
+			for _, f := range files {
+				if _, ok := rd.files[f.path]; ok {
+					t0 := now()
+					if rd.readNew(f, false) {
+						self.TailLag.Observe(now().Sub(t0).Seconds())
+					}
+				}
+			}
+		}
+		asm.Flush(now(), false)
+		stats.publish(asm.Stats())
+	}
+}
+
+// statsPublisher moves the assembler's cumulative stats into counters.
+type statsPublisher struct {
+	self *prom.Self
+	last session.Stats
+}
+
+func (p *statsPublisher) publish(st session.Stats) {
+	p.self.DuplicateLines.Add(float64(st.DuplicateRequestLines - p.last.DuplicateRequestLines))
+	p.self.ClampedTimes.Add(float64(st.ClampedTimes - p.last.ClampedTimes))
+	p.self.AssistantWithoutID.Add(float64(st.NoMessageID - p.last.NoMessageID))
+	p.self.OrphanToolResults.Set(float64(st.OrphanToolResults))
+	p.last = st
+}
+
+func writeExposition(w io.Writer, g prometheus.Gatherer) error {
+	mfs, err := g.Gather()
+	if err != nil {
+		return fmt.Errorf("gather metrics: %w", err)
+	}
+	enc := expfmt.NewEncoder(w, expfmt.NewFormat(expfmt.TypeTextPlain))
+	for _, mf := range mfs {
+		if err := enc.Encode(mf); err != nil {
+			return fmt.Errorf("write exposition: %w", err)
+		}
+	}
+	return nil
+}
+
+// serve starts the HTTP server with the landing page, metrics and health
+// endpoints. Errors from listening arrive on the returned channel.
+func serve(cfg *Config, logger *slog.Logger, reg *prometheus.Registry, ready *atomic.Bool) (*http.Server, <-chan error) {
+	mux := http.NewServeMux()
+	mux.Handle(cfg.TelemetryPath, promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
+	mux.HandleFunc("/-/healthy", func(w http.ResponseWriter, _ *http.Request) {
+		w.WriteHeader(http.StatusOK)
+		_, _ = io.WriteString(w, "Healthy.\n")
+	})
+	mux.HandleFunc("/-/ready", func(w http.ResponseWriter, _ *http.Request) {
+		if !ready.Load() {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			_, _ = io.WriteString(w, "Reading the transcripts present at start.\n")
+			return
+		}
+		w.WriteHeader(http.StatusOK)
+		_, _ = io.WriteString(w, "Ready.\n")
+	})
+	if cfg.TelemetryPath != "/" {
+		landing, err := web.NewLandingPage(web.LandingConfig{
+			Name:        "Claude Transcript Exporter",
+			Description: "Prometheus metrics and OpenTelemetry traces from Claude Code transcripts",
+			Version:     version.Info(),
+			Links: []web.LandingLinks{
+				{Address: cfg.TelemetryPath, Text: "Metrics"},
+				{Address: "/-/healthy", Text: "Health"},
+				{Address: "/-/ready", Text: "Readiness"},
+			},
+		})
+		if err == nil {
+			mux.Handle("/", landing)
+		}
+	}
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	errCh := make(chan error, 1)
+	systemd := false
+	flags := &web.FlagConfig{WebListenAddresses: &cfg.WebListenAddresses, WebSystemdSocket: &systemd, WebConfigFile: &cfg.WebConfigFile}
+	go func() {
+		if err := web.ListenAndServe(srv, flags, logger); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			errCh <- fmt.Errorf("--web.listen-address: %w", err)
+		}
+	}()
+	return srv, errCh
+}

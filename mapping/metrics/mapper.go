@@ -1,0 +1,231 @@
+package metrics
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/claude-transcript-exporter/claude-transcript-exporter/mapping/session"
+)
+
+// Token types: the values of the "type" label.
+const (
+	TypeInput        = "input"
+	TypeOutput       = "output"
+	TypeCacheRead    = "cache_read"
+	TypeCacheWrite5m = "cache_write_5m"
+	TypeCacheWrite1h = "cache_write_1h"
+)
+
+// TokenTypes lists the token types in exposition order.
+func TokenTypes() []string {
+	return []string{TypeInput, TypeOutput, TypeCacheRead, TypeCacheWrite5m, TypeCacheWrite1h}
+}
+
+// Observer receives observations with final label values. exporter/prom
+// implements it; tests use fakes.
+type Observer interface {
+	AddTokens(model, typ, project string, n int64)
+	AddRequest(model, stopReason, project string)
+	AddCost(model, project string, usd float64)
+	AddUnpricedTokens(model string, n int64)
+	AddToolCall(tool, outcome, project string)
+	ObserveToolDuration(tool string, seconds float64)
+	AddCompaction(trigger, project string)
+	ObserveCompactionPreTokens(trigger string, tokens float64)
+	AddSubagent(agentType, project string)
+	AddWarmupAgent(project string)
+	AddSession(project string)
+	AddTurn(project string)
+	AddAPIError(kind, project string)
+	// Activity reports a session's newest record time, for the active
+	// sessions gauge and the last-activity gauge.
+	Activity(sessionID, project string, t time.Time)
+}
+
+// ProjectLabel says how the project label is formed.
+type ProjectLabel string
+
+// Project label modes (--metrics.project-label).
+const (
+	ProjectNone     ProjectLabel = "none"
+	ProjectBasename ProjectLabel = "basename"
+	ProjectPath     ProjectLabel = "path"
+)
+
+// ParseProjectLabel validates a --metrics.project-label value.
+func ParseProjectLabel(s string) (ProjectLabel, error) {
+	switch p := ProjectLabel(s); p {
+	case ProjectNone, ProjectBasename, ProjectPath:
+		return p, nil
+	}
+	return "", fmt.Errorf("unknown project label mode %q (want none, basename or path)", s)
+}
+
+// Config of the mapper.
+type Config struct {
+	Project ProjectLabel
+	Prices  *Prices
+	// MaxValues bounds the distinct values of each free-text label
+	// (model, tool, project, agent_type, kind); values past the bound
+	// are reported as "other". Zero: DefaultMaxValues.
+	MaxValues int
+}
+
+// DefaultMaxValues is the default per-label bound.
+const DefaultMaxValues = 256
+
+// OtherValue replaces label values past the bound.
+const OtherValue = "other"
+
+// Mapper turns session units into observations with bounded label sets.
+// It implements session.Sink. Session ids never become labels.
+type Mapper struct {
+	cfg    Config
+	obs    Observer
+	limits map[string]*limiter
+}
+
+// NewMapper returns a mapper sending observations to obs.
+func NewMapper(cfg Config, obs Observer) *Mapper {
+	if cfg.Project == "" {
+		cfg.Project = ProjectBasename
+	}
+	if cfg.Prices == nil {
+		cfg.Prices = DefaultPrices()
+	}
+	if cfg.MaxValues <= 0 {
+		cfg.MaxValues = DefaultMaxValues
+	}
+	return &Mapper{cfg: cfg, obs: obs, limits: map[string]*limiter{}}
+}
+
+type limiter struct {
+	max  int
+	seen map[string]struct{}
+}
+
+// bound returns v, or OtherValue once the label has max other values.
+func (m *Mapper) bound(label, v string) string {
+	l := m.limits[label]
+	if l == nil {
+		l = &limiter{max: m.cfg.MaxValues, seen: map[string]struct{}{}}
+		m.limits[label] = l
+	}
+	if _, ok := l.seen[v]; ok {
+		return v
+	}
+	if len(l.seen) >= l.max {
+		return OtherValue
+	}
+	l.seen[v] = struct{}{}
+	return v
+}
+
+// Project returns the project label value for a working directory.
+func (m *Mapper) Project(cwd string) string {
+	switch m.cfg.Project {
+	case ProjectNone:
+		return ""
+	case ProjectPath:
+		return m.bound("project", cwd)
+	}
+	return m.bound("project", Basename(cwd))
+}
+
+// Basename is the last element of a path written on any OS (Claude Code
+// runs on Windows too: X:\work\repo).
+func Basename(p string) string {
+	p = strings.TrimRight(p, `/\`)
+	if i := strings.LastIndexAny(p, `/\`); i >= 0 {
+		p = p[i+1:]
+	}
+	return p
+}
+
+func (m *Mapper) model(s string) string {
+	if s == "" {
+		s = "unknown"
+	}
+	return m.bound("model", s)
+}
+
+// Session implements session.Sink.
+func (m *Mapper) Session(s *session.Session) {
+	p := m.Project(s.Project)
+	if !s.Ended {
+		m.obs.AddSession(p)
+	}
+	if !s.End.IsZero() {
+		m.obs.Activity(s.SessionID, p, s.End)
+	}
+}
+
+// Turn implements session.Sink.
+func (m *Mapper) Turn(t *session.Turn) {
+	m.obs.AddTurn(m.Project(t.Project))
+}
+
+// Request implements session.Sink.
+func (m *Mapper) Request(r *session.Request) {
+	p := m.Project(r.Project)
+	model := m.model(r.Model)
+	stop := r.StopReason
+	if stop == "" {
+		stop = "none"
+	}
+	m.obs.AddRequest(model, m.bound("stop_reason", stop), p)
+	m.tokens(r.Model, model, p, r.Tokens)
+	if !r.End.IsZero() {
+		m.obs.Activity(r.SessionID, p, r.End)
+	}
+}
+
+// RequestUpdate implements session.Sink.
+func (m *Mapper) RequestUpdate(u *session.RequestUpdate) {
+	m.tokens(u.Model, m.model(u.Model), m.Project(u.Project), u.Delta)
+}
+
+func (m *Mapper) tokens(raw, model, project string, t session.Tokens) {
+	m.obs.AddTokens(model, TypeInput, project, t.Input)
+	m.obs.AddTokens(model, TypeOutput, project, t.Output)
+	m.obs.AddTokens(model, TypeCacheRead, project, t.CacheRead)
+	m.obs.AddTokens(model, TypeCacheWrite5m, project, t.CacheWrite5m)
+	m.obs.AddTokens(model, TypeCacheWrite1h, project, t.CacheWrite1h)
+	if price, ok := m.cfg.Prices.Lookup(raw); ok {
+		m.obs.AddCost(model, project, price.Cost(t))
+	} else {
+		m.obs.AddUnpricedTokens(model, t.Input+t.Output+t.CacheRead+t.CacheWrite5m+t.CacheWrite1h)
+	}
+}
+
+// ToolCall implements session.Sink.
+func (m *Mapper) ToolCall(c *session.ToolCall) {
+	tool := m.bound("tool", c.Name)
+	m.obs.AddToolCall(tool, string(c.Outcome), m.Project(c.Project))
+	if c.HasDuration && c.Outcome != session.OutcomeUnanswered {
+		m.obs.ObserveToolDuration(tool, c.Duration().Seconds())
+	}
+}
+
+// Subagent implements session.Sink.
+func (m *Mapper) Subagent(s *session.Subagent) {
+	p := m.Project(s.Project)
+	if s.Warmup {
+		m.obs.AddWarmupAgent(p)
+		return
+	}
+	m.obs.AddSubagent(m.bound("agent_type", s.AgentType), p)
+}
+
+// Compaction implements session.Sink.
+func (m *Mapper) Compaction(c *session.Compaction) {
+	trig := m.bound("trigger", c.Trigger)
+	m.obs.AddCompaction(trig, m.Project(c.Project))
+	m.obs.ObserveCompactionPreTokens(trig, float64(c.PreTokens))
+}
+
+// APIError implements session.Sink.
+func (m *Mapper) APIError(e *session.APIError) {
+	m.obs.AddAPIError(m.bound("kind", e.Kind), m.Project(e.Project))
+}
