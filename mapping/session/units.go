@@ -165,9 +165,9 @@ type Turn struct {
 type Session struct {
 	Where
 	Cwd, GitBranch, Version, Slug, Title string
-	Start, End                            time.Time
-	Ended                                 bool
-	Turns                                 int
+	Start, End                           time.Time
+	Ended                                bool
+	Turns                                int
 }
 
 // Subagent is a subagent run, emitted when its type is known and it has
