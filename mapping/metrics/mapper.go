@@ -136,6 +136,13 @@ func (m *Mapper) Project(cwd string) string {
 // Basename is the last element of a path written on any OS (Claude Code
 // runs on Windows too: X:\work\repo).
 func Basename(p string) string {
+	if t := strings.TrimRight(p, `/\`); t == "" || strings.HasSuffix(t, ":") {
+		// A root: "/" or "C:\".
+		if t == "" && p != "" {
+			return "/"
+		}
+		return t
+	}
 	p = strings.TrimRight(p, `/\`)
 	if i := strings.LastIndexAny(p, `/\`); i >= 0 {
 		p = p[i+1:]

@@ -623,6 +623,10 @@ func (a *Assembler) emitAgent(ag *agentState) {
 	}
 	ag.emitted = true
 	typ := ag.agentType
+	if typ == "" && strings.HasPrefix(ag.id, "acompact-") {
+		// Claude Code runs compaction as a subagent with this id prefix.
+		typ = "compact"
+	}
 	if typ == "" {
 		typ = "unknown"
 	}

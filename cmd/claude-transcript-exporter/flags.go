@@ -1,0 +1,72 @@
+package main
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/alecthomas/kingpin/v2"
+)
+
+// namedValue is a kingpin.Value whose parse errors name the flag, so that
+// a bad value fails at start with "--flag.name: reason".
+type namedValue struct {
+	name string
+	set  func(string) error
+	str  func() string
+}
+
+func (v *namedValue) Set(s string) error {
+	if err := v.set(s); err != nil {
+		return fmt.Errorf("--%s: %w", v.name, err)
+	}
+	return nil
+}
+
+func (v *namedValue) String() string { return v.str() }
+
+func durationFlag(app *kingpin.Application, name, help string, p *time.Duration) {
+	app.Flag(name, help).Default(p.String()).SetValue(&namedValue{
+		name: name,
+		set: func(s string) error {
+			d, err := time.ParseDuration(s)
+			if err != nil {
+				return fmt.Errorf("%q is not a duration (e.g. 10s, 5m)", s)
+			}
+			*p = d
+			return nil
+		},
+		str: func() string { return p.String() },
+	})
+}
+
+func intFlag(app *kingpin.Application, name, help string, p *int) {
+	app.Flag(name, help).Default(strconv.Itoa(*p)).SetValue(&namedValue{
+		name: name,
+		set: func(s string) error {
+			n, err := strconv.Atoi(s)
+			if err != nil {
+				return fmt.Errorf("%q is not a whole number", s)
+			}
+			*p = n
+			return nil
+		},
+		str: func() string { return strconv.Itoa(*p) },
+	})
+}
+
+func enumFlag(app *kingpin.Application, name, help string, p *string, values ...string) {
+	app.Flag(name, help).Default(*p).SetValue(&namedValue{
+		name: name,
+		set: func(s string) error {
+			if !slices.Contains(values, s) {
+				return fmt.Errorf("%q is not one of %s", s, strings.Join(values, ", "))
+			}
+			*p = s
+			return nil
+		},
+		str: func() string { return *p },
+	})
+}

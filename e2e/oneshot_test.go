@@ -1,0 +1,128 @@
+package e2e
+
+import (
+	"flag"
+	"math"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/claude-transcript-exporter/claude-transcript-exporter/internal/indepcount"
+	"github.com/claude-transcript-exporter/claude-transcript-exporter/internal/testbackend"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files")
+
+// TestOneshotMatchesGoldens runs the real binary with --oneshot on every
+// real tree and compares the exposition with testdata/oneshot/<tree>.prom.
+func TestOneshotMatchesGoldens(t *testing.T) {
+	goldDir := filepath.Join(testbackend.RepoRoot(t), "testdata", "oneshot")
+	for _, tree := range testbackend.CorpusTrees(t) {
+		name := filepath.Base(tree)
+		t.Run(name, func(t *testing.T) {
+			got := stableExposition(oneshot(t, "--claude.dir="+tree))
+			path := filepath.Join(goldDir, name+".prom")
+			if *update {
+				if err := os.MkdirAll(goldDir, 0o755); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			want, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatalf("read golden (run with -update to create it): %v", err)
+			}
+			if got != string(want) {
+				t.Errorf("exposition differs from %s (run go test ./e2e -run Goldens -update and review the diff)", path)
+			}
+		})
+	}
+}
+
+// TestOneshotCountersEqualIndependentCount is the exactness proof: on
+// every real tree, what the binary prints equals what a deliberately plain
+// reader (internal/indepcount) counts. A difference is a bug, never a
+// golden to update.
+func TestOneshotCountersEqualIndependentCount(t *testing.T) {
+	for _, tree := range testbackend.CorpusTrees(t) {
+		t.Run(filepath.Base(tree), func(t *testing.T) {
+			want, err := indepcount.Count(tree)
+			if err != nil {
+				t.Fatal(err)
+			}
+			mfs := parseExposition(t, oneshot(t, "--claude.dir="+tree))
+
+			tokens := sumBy(mfs, "claude_transcript_tokens_total", "model", "type")
+			wantTokens := map[string]float64{}
+			for model, types := range want.Tokens {
+				for typ, n := range types {
+					wantTokens[model+"|"+typ] = float64(n)
+				}
+			}
+			compareMaps(t, "tokens{model|type}", tokens, wantTokens)
+
+			compareMaps(t, "requests{model}", sumBy(mfs, "claude_transcript_requests_total", "model"), floats(want.Requests))
+			compareMaps(t, "requests{stop_reason}", sumBy(mfs, "claude_transcript_requests_total", "stop_reason"), floats(want.RequestsByStop))
+
+			wantTools := map[string]float64{}
+			for tool, outs := range want.ToolCalls {
+				for out, n := range outs {
+					wantTools[tool+"|"+out] = float64(n)
+				}
+			}
+			compareMaps(t, "tool_calls{tool|outcome}", sumBy(mfs, "claude_transcript_tool_calls_total", "tool", "outcome"), wantTools)
+			errs := sumBy(mfs, "claude_transcript_tool_calls_total", "outcome")["error"]
+			if errs != float64(want.ToolErrors) {
+				t.Errorf("tool errors = %v, independent count %d", errs, want.ToolErrors)
+			}
+			compareMaps(t, "compactions{trigger}", sumBy(mfs, "claude_transcript_compactions_total", "trigger"), floats(want.Compactions))
+			pre := sumBy(mfs, "claude_transcript_compaction_pre_tokens", "trigger")
+			var preSum float64
+			if mf := mfs["claude_transcript_compaction_pre_tokens"]; mf != nil {
+				for _, m := range mf.GetMetric() {
+					preSum += m.GetHistogram().GetSampleSum()
+				}
+			}
+			_ = pre
+			if preSum != float64(want.CompactionPreTokens) {
+				t.Errorf("compaction pre-tokens sum = %v, independent count %d", preSum, want.CompactionPreTokens)
+			}
+			t.Logf("tokens=%v requests=%v tool_calls=%d compactions=%v", tokenTotals(want), want.Requests, len(wantTools), want.Compactions)
+		})
+	}
+}
+
+func floats(m map[string]int64) map[string]float64 {
+	out := map[string]float64{}
+	for k, v := range m {
+		out[k] = float64(v)
+	}
+	return out
+}
+
+func compareMaps(t *testing.T, what string, got, want map[string]float64) {
+	t.Helper()
+	for _, k := range sortedKeys(want) {
+		if math.Abs(got[k]-want[k]) > 0 {
+			t.Errorf("%s[%s] = %v, independent count %v", what, k, got[k], want[k])
+		}
+	}
+	for _, k := range sortedKeys(got) {
+		if _, ok := want[k]; !ok && got[k] != 0 {
+			t.Errorf("%s[%s] = %v, not in the independent count", what, k, got[k])
+		}
+	}
+}
+
+func tokenTotals(t *indepcount.Totals) map[string]int64 {
+	out := map[string]int64{}
+	for _, types := range t.Tokens {
+		for typ, n := range types {
+			out[typ] += n
+		}
+	}
+	return out
+}

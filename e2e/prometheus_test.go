@@ -1,0 +1,137 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/claude-transcript-exporter/claude-transcript-exporter/internal/indepcount"
+	"github.com/claude-transcript-exporter/claude-transcript-exporter/internal/testbackend"
+)
+
+// TestPrometheusScrapesTokenSum starts the daemon on real trees, has a real
+// Prometheus (Debian package) scrape it, and checks through PromQL that
+// the token sums equal the independent count.
+func TestPrometheusScrapesTokenSum(t *testing.T) {
+	var trees []string
+	var wantTotal, wantOutput float64
+	for _, tree := range testbackend.CorpusTrees(t) {
+		name := filepath.Base(tree)
+		if name != "spotter" && name != "eduardodmb" && name != "swordintel" {
+			continue
+		}
+		trees = append(trees, tree)
+		want, err := indepcount.Count(tree)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, types := range want.Tokens {
+			for typ, n := range types {
+				wantTotal += float64(n)
+				if typ == "output" {
+					wantOutput += float64(n)
+				}
+			}
+		}
+	}
+	if len(trees) != 3 {
+		t.Fatalf("corpus trees missing: %v", trees)
+	}
+	var args []string
+	for _, tr := range trees {
+		args = append(args, "--claude.dir="+tr)
+	}
+	addr, _ := startServe(t, args...)
+	prom := testbackend.StartPrometheus(t, testbackend.PromOptions{Targets: []string{addr}})
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if err := prom.WaitForTargetsUp(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []struct {
+		expr string
+		want float64
+	}{
+		{`sum(claude_transcript_tokens_total)`, wantTotal},
+		{`sum(claude_transcript_tokens_total{type="output"})`, wantOutput},
+		{`max(claude_transcript_exporter_backfill_done)`, 1},
+	} {
+		res, err := prom.Query(ctx, q.expr)
+		if err != nil {
+			t.Fatalf("%s: %v", q.expr, err)
+		}
+		if len(res.Samples) != 1 {
+			t.Fatalf("%s: %d samples", q.expr, len(res.Samples))
+		}
+		if got := res.Samples[0].Value; got != q.want {
+			t.Errorf("%s = %v, want %v", q.expr, got, q.want)
+		}
+	}
+}
+
+// TestBadFlagsFailAtStartNamingTheFlag checks that invalid flags and
+// config stop the binary at start with a message naming the flag.
+func TestBadFlagsFailAtStartNamingTheFlag(t *testing.T) {
+	tree := filepath.Join(testbackend.CorpusDir(t), "spotter")
+	cases := []struct {
+		name string
+		args []string
+		flag string
+	}{
+		{"missing claude dir", []string{"--claude.dir=/nonexistent/claude"}, "--claude.dir"},
+		{"claude dir is a file", []string{"--claude.dir=" + filepath.Join(testbackend.RepoRoot(t), "go.mod")}, "--claude.dir"},
+		{"bad duration", []string{"--claude.dir=" + tree, "--tail.rescan-interval=soon"}, "tail.rescan-interval"},
+		{"rescan too short", []string{"--claude.dir=" + tree, "--tail.rescan-interval=1ms"}, "--tail.rescan-interval"},
+		{"bad project label", []string{"--claude.dir=" + tree, "--metrics.project-label=hash"}, "metrics.project-label"},
+		{"bad exporter", []string{"--claude.dir=" + tree, "--traces.exporter=zipkin"}, "traces.exporter"},
+		{"bad capture kind", []string{"--claude.dir=" + tree, "--traces.capture=prompts,secrets"}, "--traces.capture"},
+		{"bad headers", []string{"--claude.dir=" + tree, "--otlp.headers=novalue"}, "--otlp.headers"},
+		{"missing pricing file", []string{"--claude.dir=" + tree, "--pricing.file=/nonexistent.json"}, "--pricing.file"},
+		{"line cap too small", []string{"--claude.dir=" + tree, "--tail.max-line-bytes=10"}, "--tail.max-line-bytes"},
+		{"unknown flag", []string{"--claude.dir=" + tree, "--no.such.flag"}, "no.such.flag"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			cmd := exec.Command(binary(t), append([]string{"--oneshot"}, c.args...)...)
+			out, err := cmd.CombinedOutput()
+			if err == nil {
+				t.Fatalf("exit 0, want failure; output:\n%s", out)
+			}
+			if strings.Contains(string(out), "panic") || strings.Contains(string(out), "goroutine ") {
+				t.Fatalf("panicked:\n%s", out)
+			}
+			if !strings.Contains(string(out), c.flag) {
+				t.Errorf("message does not name %s:\n%s", c.flag, out)
+			}
+		})
+	}
+}
+
+// TestEndpointsServeHealthReadinessAndLandingPage checks the HTTP surface.
+func TestEndpointsServeHealthReadinessAndLandingPage(t *testing.T) {
+	addr, _ := startServe(t, "--claude.dir="+filepath.Join(testbackend.CorpusDir(t), "danielhward"))
+	for path, want := range map[string]string{
+		"/-/healthy": "Healthy",
+		"/-/ready":   "Ready",
+		"/":          "/metrics",
+		"/metrics":   "claude_transcript_exporter_build_info",
+	} {
+		body := get(t, "http://"+addr+path)
+		if !strings.Contains(body, want) {
+			t.Errorf("GET %s: %q not in body", path, want)
+		}
+	}
+}
+
+func get(t *testing.T, url string) string {
+	t.Helper()
+	out, err := exec.Command("curl", "-fsS", url).CombinedOutput()
+	if err != nil {
+		return fmt.Sprintf("error: %v %s", err, out)
+	}
+	return string(out)
+}
