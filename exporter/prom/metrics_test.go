@@ -1,0 +1,100 @@
+package prom
+
+import (
+	"bytes"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/prometheus/common/expfmt"
+)
+
+func populated(t *testing.T, now time.Time) *prometheus.Registry {
+	t.Helper()
+	reg := prometheus.NewRegistry()
+	m := NewMetrics(reg, time.Minute, func() time.Time { return now })
+	self := NewSelf(reg)
+	m.AddTokens("claude-opus-4-6", "output", "repo", 12)
+	m.AddTokens("claude-opus-4-6", "cache_write_1h", "repo", 3)
+	m.AddRequest("claude-opus-4-6", "end_turn", "repo")
+	m.AddCost("claude-opus-4-6", "repo", 0.25)
+	m.AddUnpricedTokens("glm-4.7", 9)
+	m.AddToolCall("Bash", "error", "repo")
+	m.ObserveToolDuration("Bash", 1.5)
+	m.AddCompaction("auto", "repo")
+	m.ObserveCompactionPreTokens("auto", 170000)
+	m.AddSubagent("Explore", "repo")
+	m.AddWarmupAgent("repo")
+	m.AddSession("repo")
+	m.AddTurn("repo")
+	m.AddAPIError("rate_limit", "repo")
+	m.Activity("s1", "repo", now.Add(-30*time.Second))
+	m.Activity("s2", "repo", now.Add(-time.Hour))
+	self.LinesRead.Add(10)
+	self.TailLag.Observe(0.01)
+	return reg
+}
+
+func TestMetricsPassCollectAndLint(t *testing.T) {
+	reg := populated(t, time.Unix(1_800_000_000, 0))
+	problems, err := testutil.GatherAndLint(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range problems {
+		t.Errorf("lint: %s: %s", p.Metric, p.Text)
+	}
+}
+
+func TestExpositionPassesPromtoolCheckMetrics(t *testing.T) {
+	promtool, err := exec.LookPath("promtool")
+	if err != nil {
+		t.Fatal("promtool not found: run .ci/run or apt-get install prometheus")
+	}
+	reg := populated(t, time.Unix(1_800_000_000, 0))
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	enc := expfmt.NewEncoder(&buf, expfmt.NewFormat(expfmt.TypeTextPlain))
+	for _, mf := range mfs {
+		if err := enc.Encode(mf); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cmd := exec.Command(promtool, "check", "metrics")
+	cmd.Stdin = &buf
+	out, err := cmd.CombinedOutput()
+	if err != nil || len(bytes.TrimSpace(out)) > 0 {
+		t.Fatalf("promtool check metrics: %v\n%s", err, out)
+	}
+}
+
+func TestActiveSessionsCountsOnlyTheWindowAndForgetsOld(t *testing.T) {
+	now := time.Unix(1_800_000_000, 0)
+	reg := populated(t, now)
+	want := `
+# HELP claude_transcript_sessions_active Sessions with a record within the active window (--sessions.active-window).
+# TYPE claude_transcript_sessions_active gauge
+claude_transcript_sessions_active{project="repo"} 1
+`
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "claude_transcript_sessions_active"); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestDecodeErrorReasonsArePreRegistered(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	NewSelf(reg)
+	n, err := testutil.GatherAndCount(reg, "claude_transcript_exporter_decode_errors_total")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n != 5 {
+		t.Fatalf("decode error series = %d, want 5 (one per reason, at zero)", n)
+	}
+}

@@ -1,0 +1,133 @@
+package metrics
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/claude-transcript-exporter/claude-transcript-exporter/mapping/session"
+)
+
+type rec struct {
+	tokens   map[string]int64
+	requests map[string]int
+	tools    map[string]int
+	durs     int
+	cost     float64
+	unpriced int64
+	sessions map[string]int
+	warmups  int
+	agents   map[string]int
+}
+
+func newRec() *rec {
+	return &rec{tokens: map[string]int64{}, requests: map[string]int{}, tools: map[string]int{}, sessions: map[string]int{}, agents: map[string]int{}}
+}
+
+func (r *rec) AddTokens(model, typ, project string, n int64) {
+	r.tokens[model+"|"+typ+"|"+project] += n
+}
+func (r *rec) AddRequest(model, stop, project string)     { r.requests[model+"|"+stop+"|"+project]++ }
+func (r *rec) AddCost(_, _ string, usd float64)           { r.cost += usd }
+func (r *rec) AddUnpricedTokens(_ string, n int64)        { r.unpriced += n }
+func (r *rec) AddToolCall(tool, outcome, project string)  { r.tools[tool+"|"+outcome+"|"+project]++ }
+func (r *rec) ObserveToolDuration(string, float64)        { r.durs++ }
+func (r *rec) AddCompaction(string, string)               {}
+func (r *rec) ObserveCompactionPreTokens(string, float64) {}
+func (r *rec) AddSubagent(t, p string)                    { r.agents[t+"|"+p]++ }
+func (r *rec) AddWarmupAgent(string)                      { r.warmups++ }
+func (r *rec) AddSession(p string)                        { r.sessions[p]++ }
+func (r *rec) AddTurn(string)                             {}
+func (r *rec) AddAPIError(string, string)                 {}
+func (r *rec) Activity(string, string, time.Time)         {}
+
+func TestProjectLabelModes(t *testing.T) {
+	cases := []struct {
+		mode ProjectLabel
+		cwd  string
+		want string
+	}{
+		{ProjectBasename, "/home/u/work/repo", "repo"},
+		{ProjectBasename, `X:\02_JZS\06_CMMCUnlock`, "06_CMMCUnlock"},
+		{ProjectBasename, "/home/u/repo/", "repo"},
+		{ProjectBasename, "/", "/"},
+		{ProjectBasename, `C:\`, "C:"},
+		{ProjectBasename, "", ""},
+		{ProjectPath, "/home/u/work/repo", "/home/u/work/repo"},
+		{ProjectNone, "/home/u/work/repo", ""},
+	}
+	for _, c := range cases {
+		m := NewMapper(Config{Project: c.mode}, newRec())
+		if got := m.Project(c.cwd); got != c.want {
+			t.Errorf("%s %q = %q, want %q", c.mode, c.cwd, got, c.want)
+		}
+	}
+	if _, err := ParseProjectLabel("hash"); err == nil {
+		t.Error("ParseProjectLabel accepted an unknown mode")
+	}
+}
+
+func TestRequestsBecomeTokensCostAndRequestWithStopReasonNone(t *testing.T) {
+	r := newRec()
+	m := NewMapper(Config{}, r)
+	m.Request(&session.Request{Where: session.Where{Project: "/p/repo"}, Model: "claude-opus-4-6",
+		Tokens: session.Tokens{Input: 1, Output: 2, CacheRead: 3, CacheWrite5m: 4, CacheWrite1h: 5}})
+	m.RequestUpdate(&session.RequestUpdate{Where: session.Where{Project: "/p/repo"}, Model: "claude-opus-4-6", Delta: session.Tokens{Output: 10}})
+	m.Request(&session.Request{Where: session.Where{Project: "/p/repo"}, Model: "glm-4.7", StopReason: "end_turn", Tokens: session.Tokens{Input: 7}})
+	if r.requests["claude-opus-4-6|none|repo"] != 1 || r.requests["glm-4.7|end_turn|repo"] != 1 {
+		t.Errorf("requests = %v", r.requests)
+	}
+	if r.tokens["claude-opus-4-6|output|repo"] != 12 || r.tokens["claude-opus-4-6|cache_write_1h|repo"] != 5 {
+		t.Errorf("tokens = %v", r.tokens)
+	}
+	if r.unpriced != 7 {
+		t.Errorf("unpriced = %d, want 7 (glm is not in the table)", r.unpriced)
+	}
+	want := (1*5 + 12*25 + 3*0.5 + 4*6.25 + 5*10) / 1e6
+	if diff := r.cost - want; diff > 1e-12 || diff < -1e-12 {
+		t.Errorf("cost = %v, want %v", r.cost, want)
+	}
+}
+
+func TestFreeTextLabelsAreBoundedToOther(t *testing.T) {
+	r := newRec()
+	m := NewMapper(Config{MaxValues: 3}, r)
+	for i := 0; i < 5; i++ {
+		m.ToolCall(&session.ToolCall{Name: fmt.Sprintf("mcp__srv__tool%d", i), Outcome: session.OutcomeOK, HasDuration: true})
+	}
+	if r.tools["other|ok|"] != 2 || len(r.tools) != 4 {
+		t.Fatalf("tools = %v, want 3 named and 2 as other", r.tools)
+	}
+	if r.durs != 5 {
+		t.Fatalf("durations = %d", r.durs)
+	}
+}
+
+func TestUnansweredToolCallsHaveNoDuration(t *testing.T) {
+	r := newRec()
+	m := NewMapper(Config{}, r)
+	m.ToolCall(&session.ToolCall{Name: "Bash", Outcome: session.OutcomeUnanswered, HasDuration: true})
+	if r.durs != 0 || r.tools["Bash|unanswered|"] != 1 {
+		t.Fatalf("durs=%d tools=%v", r.durs, r.tools)
+	}
+}
+
+func TestWarmupAgentsAreNotSubagents(t *testing.T) {
+	r := newRec()
+	m := NewMapper(Config{}, r)
+	m.Subagent(&session.Subagent{AgentType: "unknown", Warmup: true})
+	m.Subagent(&session.Subagent{AgentType: "Explore", Where: session.Where{Project: "/x/y"}})
+	if r.warmups != 1 || r.agents["Explore|y"] != 1 || len(r.agents) != 1 {
+		t.Fatalf("warmups=%d agents=%v", r.warmups, r.agents)
+	}
+}
+
+func TestSessionsCountOnceAtStart(t *testing.T) {
+	r := newRec()
+	m := NewMapper(Config{}, r)
+	m.Session(&session.Session{Where: session.Where{Project: "/a/b"}})
+	m.Session(&session.Session{Where: session.Where{Project: "/a/b"}, Ended: true, End: time.Unix(1, 0)})
+	if r.sessions["b"] != 1 {
+		t.Fatalf("sessions = %v", r.sessions)
+	}
+}
