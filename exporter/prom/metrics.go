@@ -17,28 +17,18 @@ const Namespace = "claude_transcript"
 
 // Metrics holds the usage metrics. It implements metrics.Observer and is
 // safe for concurrent use (observations come from the pipeline, scrapes
-// from HTTP).
+// from HTTP). Its values can be saved and restored (State), so that a
+// restart continues every counter where it stopped.
 type Metrics struct {
-	tokens        *prometheus.CounterVec
-	requests      *prometheus.CounterVec
-	cost          *prometheus.CounterVec
-	unpriced      *prometheus.CounterVec
-	toolCalls     *prometheus.CounterVec
-	toolDuration  *prometheus.HistogramVec
-	compactions   *prometheus.CounterVec
-	preTokens     *prometheus.HistogramVec
-	subagents     *prometheus.CounterVec
-	warmups       *prometheus.CounterVec
-	sessions      *prometheus.CounterVec
-	turns         *prometheus.CounterVec
-	apiErrors     *prometheus.CounterVec
-	lastActivity  *prometheus.GaugeVec
-	activeDesc    *prometheus.Desc
-	activeWindow  time.Duration
-	now           func() time.Time
-	mu            sync.Mutex
-	activity      map[string]activity
-	lastActivityV map[string]float64
+	tokens, requests, cost, unpriced, toolCalls, compactions *vec
+	subagents, warmups, sessions, turns, apiErrors           *vec
+	toolDuration, preTokens                                  *vec
+	lastActivity                                             *vec
+	activeDesc                                               *prometheus.Desc
+	activeWindow                                             time.Duration
+	now                                                      func() time.Time
+	mu                                                       sync.Mutex
+	activity                                                 map[string]activity
 }
 
 type activity struct {
@@ -49,154 +39,143 @@ type activity struct {
 // ActivityWindowDefault is the default --sessions.active-window.
 const ActivityWindowDefault = 5 * time.Minute
 
+func name(n string) string { return Namespace + "_" + n }
+
 // NewMetrics creates the usage metrics and registers them on reg. now is
 // the clock for the active-sessions gauge.
 func NewMetrics(reg prometheus.Registerer, activeWindow time.Duration, now func() time.Time) *Metrics {
 	if activeWindow <= 0 {
 		activeWindow = ActivityWindowDefault
 	}
+	c, g := prometheus.CounterValue, prometheus.GaugeValue
 	m := &Metrics{
-		tokens: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Namespace: Namespace, Name: "tokens_total",
-			Help: "Tokens used by API requests, by model and type (input, output, cache_read, cache_write_5m, cache_write_1h). One request counts once however many lines and files it appears in.",
-		}, []string{"model", "type", "project"}),
-		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Namespace: Namespace, Name: "requests_total",
-			Help: "API requests (distinct message ids), by model and stop reason (none when the transcript did not record one).",
-		}, []string{"model", "stop_reason", "project"}),
-		cost: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Namespace: Namespace, Name: "cost_usd_total",
-			Help: "Estimated cost in USD at list prices (embedded dated price table or --pricing.file).",
-		}, []string{"model", "project"}),
-		unpriced: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Namespace: Namespace, Name: "exporter_unpriced_tokens_total",
-			Help: "Tokens of models missing from the price table (not in cost_usd_total).",
-		}, []string{"model"}),
-		toolCalls: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Namespace: Namespace, Name: "tool_calls_total",
-			Help: "Tool calls by tool and outcome (ok, error, unanswered).",
-		}, []string{"tool", "outcome", "project"}),
-		toolDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Namespace: Namespace, Name: "tool_duration_seconds",
-			Help:    "Time from tool_use to tool_result.",
-			Buckets: []float64{0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1800},
-		}, []string{"tool"}),
-		compactions: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Namespace: Namespace, Name: "compactions_total",
-			Help: "Conversation compactions by trigger (auto, manual).",
-		}, []string{"trigger", "project"}),
-		preTokens: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Namespace: Namespace, Name: "compaction_pre_tokens",
-			Help:    "Context size in tokens when a compaction happened.",
-			Buckets: []float64{10e3, 25e3, 50e3, 75e3, 100e3, 125e3, 150e3, 175e3, 200e3, 300e3, 500e3, 1e6},
-		}, []string{"trigger"}),
-		subagents: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Namespace: Namespace, Name: "subagents_total",
-			Help: "Subagent runs by agent type (warmup agents excluded).",
-		}, []string{"agent_type", "project"}),
-		warmups: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Namespace: Namespace, Name: "warmup_agents_total",
-			Help: "Warmup subagents (their tokens are in tokens_total).",
-		}, []string{"project"}),
-		sessions: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Namespace: Namespace, Name: "sessions_total",
-			Help: "Sessions seen (main transcripts with at least one message).",
-		}, []string{"project"}),
-		turns: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Namespace: Namespace, Name: "turns_total",
-			Help: "Human prompts (turns); commands, tool results, meta and compact summaries excluded.",
-		}, []string{"project"}),
-		apiErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Namespace: Namespace, Name: "api_errors_total",
-			Help: "API errors, limit notices and retries, by kind.",
-		}, []string{"kind", "project"}),
-		lastActivity: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Namespace: Namespace, Name: "last_activity_timestamp_seconds",
-			Help: "Unix time of the newest transcript record seen.",
-		}, []string{"project"}),
-		activeDesc: prometheus.NewDesc(Namespace+"_sessions_active",
+		tokens: newVec(name("tokens_total"),
+			"Tokens used by API requests, by model and type (input, output, cache_read, cache_write_5m, cache_write_1h). One request counts once however many lines and files it appears in.",
+			c, nil, "model", "type", "project"),
+		requests: newVec(name("requests_total"),
+			"API requests (distinct message ids), by model and stop reason (none when the transcript did not record one).",
+			c, nil, "model", "stop_reason", "project"),
+		cost: newVec(name("cost_usd_total"),
+			"Estimated cost in USD at list prices (embedded dated price table or --pricing.file).",
+			c, nil, "model", "project"),
+		unpriced: newVec(name("exporter_unpriced_tokens_total"),
+			"Tokens of models missing from the price table (not in cost_usd_total).", c, nil, "model"),
+		toolCalls: newVec(name("tool_calls_total"),
+			"Tool calls by tool and outcome (ok, error, unanswered).", c, nil, "tool", "outcome", "project"),
+		toolDuration: newVec(name("tool_duration_seconds"), "Time from tool_use to tool_result.", c,
+			[]float64{0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1800}, "tool"),
+		compactions: newVec(name("compactions_total"),
+			"Conversation compactions by trigger (auto, manual).", c, nil, "trigger", "project"),
+		preTokens: newVec(name("compaction_pre_tokens"), "Context size in tokens when a compaction happened.", c,
+			[]float64{10e3, 25e3, 50e3, 75e3, 100e3, 125e3, 150e3, 175e3, 200e3, 300e3, 500e3, 1e6}, "trigger"),
+		subagents: newVec(name("subagents_total"),
+			"Subagent runs by agent type (warmup agents excluded).", c, nil, "agent_type", "project"),
+		warmups: newVec(name("warmup_agents_total"),
+			"Warmup subagents (their tokens are in tokens_total).", c, nil, "project"),
+		sessions: newVec(name("sessions_total"),
+			"Sessions seen (main transcripts with at least one message).", c, nil, "project"),
+		turns: newVec(name("turns_total"),
+			"Human prompts (turns); commands, tool results, meta and compact summaries excluded.", c, nil, "project"),
+		apiErrors: newVec(name("api_errors_total"),
+			"API errors, limit notices and retries, by kind.", c, nil, "kind", "project"),
+		lastActivity: newVec(name("last_activity_timestamp_seconds"),
+			"Unix time of the newest transcript record seen.", g, nil, "project"),
+		activeDesc: prometheus.NewDesc(name("sessions_active"),
 			"Sessions with a record within the active window (--sessions.active-window).", []string{"project"}, nil),
-		activeWindow:  activeWindow,
-		now:           now,
-		activity:      map[string]activity{},
-		lastActivityV: map[string]float64{},
+		activeWindow: activeWindow,
+		now:          now,
+		activity:     map[string]activity{},
 	}
-	reg.MustRegister(m.tokens, m.requests, m.cost, m.unpriced, m.toolCalls, m.toolDuration, m.compactions,
-		m.preTokens, m.subagents, m.warmups, m.sessions, m.turns, m.apiErrors, m.lastActivity, activeCollector{m})
+	for _, v := range m.vecs() {
+		reg.MustRegister(v)
+	}
+	reg.MustRegister(activeCollector{m})
 	return m
+}
+
+func (m *Metrics) vecs() []*vec {
+	return []*vec{m.tokens, m.requests, m.cost, m.unpriced, m.toolCalls, m.toolDuration, m.compactions,
+		m.preTokens, m.subagents, m.warmups, m.sessions, m.turns, m.apiErrors, m.lastActivity}
+}
+
+// State is the saved value of every usage series, by metric name.
+type State map[string][]SeriesState
+
+// State returns every usage series' value.
+func (m *Metrics) State() State {
+	st := State{}
+	for _, v := range m.vecs() {
+		st[v.name] = v.snapshot()
+	}
+	return st
+}
+
+// Restore sets the series saved in st. It is called once at start, before
+// any observation.
+func (m *Metrics) Restore(st State) error {
+	for _, v := range m.vecs() {
+		if err := v.restore(st[v.name]); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 var _ metrics.Observer = (*Metrics)(nil)
 
 // AddTokens implements metrics.Observer.
 func (m *Metrics) AddTokens(model, typ, project string, n int64) {
-	m.tokens.WithLabelValues(model, typ, project).Add(float64(n))
+	m.tokens.add(float64(n), model, typ, project)
 }
 
 // AddRequest implements metrics.Observer.
-func (m *Metrics) AddRequest(model, stop, project string) {
-	m.requests.WithLabelValues(model, stop, project).Inc()
-}
+func (m *Metrics) AddRequest(model, stop, project string) { m.requests.add(1, model, stop, project) }
 
 // AddCost implements metrics.Observer.
-func (m *Metrics) AddCost(model, project string, usd float64) {
-	m.cost.WithLabelValues(model, project).Add(usd)
-}
+func (m *Metrics) AddCost(model, project string, usd float64) { m.cost.add(usd, model, project) }
 
 // AddUnpricedTokens implements metrics.Observer.
-func (m *Metrics) AddUnpricedTokens(model string, n int64) {
-	m.unpriced.WithLabelValues(model).Add(float64(n))
-}
+func (m *Metrics) AddUnpricedTokens(model string, n int64) { m.unpriced.add(float64(n), model) }
 
 // AddToolCall implements metrics.Observer.
 func (m *Metrics) AddToolCall(tool, outcome, project string) {
-	m.toolCalls.WithLabelValues(tool, outcome, project).Inc()
+	m.toolCalls.add(1, tool, outcome, project)
 }
 
 // ObserveToolDuration implements metrics.Observer.
-func (m *Metrics) ObserveToolDuration(tool string, s float64) {
-	m.toolDuration.WithLabelValues(tool).Observe(s)
-}
+func (m *Metrics) ObserveToolDuration(tool string, s float64) { m.toolDuration.observe(s, tool) }
 
 // AddCompaction implements metrics.Observer.
-func (m *Metrics) AddCompaction(trigger, project string) {
-	m.compactions.WithLabelValues(trigger, project).Inc()
-}
+func (m *Metrics) AddCompaction(trigger, project string) { m.compactions.add(1, trigger, project) }
 
 // ObserveCompactionPreTokens implements metrics.Observer.
 func (m *Metrics) ObserveCompactionPreTokens(trigger string, n float64) {
-	m.preTokens.WithLabelValues(trigger).Observe(n)
+	m.preTokens.observe(n, trigger)
 }
 
 // AddSubagent implements metrics.Observer.
-func (m *Metrics) AddSubagent(agentType, project string) {
-	m.subagents.WithLabelValues(agentType, project).Inc()
-}
+func (m *Metrics) AddSubagent(agentType, project string) { m.subagents.add(1, agentType, project) }
 
 // AddWarmupAgent implements metrics.Observer.
-func (m *Metrics) AddWarmupAgent(project string) { m.warmups.WithLabelValues(project).Inc() }
+func (m *Metrics) AddWarmupAgent(project string) { m.warmups.add(1, project) }
 
 // AddSession implements metrics.Observer.
-func (m *Metrics) AddSession(project string) { m.sessions.WithLabelValues(project).Inc() }
+func (m *Metrics) AddSession(project string) { m.sessions.add(1, project) }
 
 // AddTurn implements metrics.Observer.
-func (m *Metrics) AddTurn(project string) { m.turns.WithLabelValues(project).Inc() }
+func (m *Metrics) AddTurn(project string) { m.turns.add(1, project) }
 
 // AddAPIError implements metrics.Observer.
-func (m *Metrics) AddAPIError(kind, project string) { m.apiErrors.WithLabelValues(kind, project).Inc() }
+func (m *Metrics) AddAPIError(kind, project string) { m.apiErrors.add(1, kind, project) }
 
 // Activity implements metrics.Observer.
 func (m *Metrics) Activity(sessionID, project string, t time.Time) {
 	m.mu.Lock()
-	defer m.mu.Unlock()
 	if a, ok := m.activity[sessionID]; !ok || t.After(a.t) {
 		m.activity[sessionID] = activity{project: project, t: t}
 	}
-	sec := float64(t.UnixNano()) / 1e9
-	if sec > m.lastActivityV[project] {
-		m.lastActivityV[project] = sec
-		m.lastActivity.WithLabelValues(project).Set(sec)
-	}
+	m.mu.Unlock()
+	m.lastActivity.setMax(float64(t.UnixNano())/1e9, project)
 }
 
 // activeCollector computes the active-sessions gauge at scrape time and
@@ -215,9 +194,9 @@ func (c activeCollector) Collect(ch chan<- prometheus.Metric) {
 			counts[a.project]++
 		} else {
 			delete(m.activity, id)
-		}
-		if _, ok := counts[a.project]; !ok {
-			counts[a.project] = 0
+			if _, ok := counts[a.project]; !ok {
+				counts[a.project] = 0
+			}
 		}
 	}
 	m.mu.Unlock()

@@ -1,0 +1,148 @@
+package prom
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// vec is a counter, gauge or histogram family whose values can be saved
+// and restored: the usage counters are part of the durable state, so a
+// restart never lowers them. client_golang's own vectors cannot be set
+// (histograms least of all), so these are collected as const metrics.
+type vec struct {
+	name    string
+	desc    *prometheus.Desc
+	typ     prometheus.ValueType // CounterValue or GaugeValue; histograms set buckets
+	buckets []float64            // histograms only
+	labels  []string
+
+	mu sync.Mutex
+	m  map[string]*series
+}
+
+type series struct {
+	labels []string
+	value  float64  // counter / gauge
+	counts []uint64 // histogram: per bucket, not cumulative; last is +Inf
+	sum    float64
+	count  uint64
+}
+
+func newVec(name, help string, typ prometheus.ValueType, buckets []float64, labels ...string) *vec {
+	return &vec{
+		name:    name,
+		desc:    prometheus.NewDesc(name, help, labels, nil),
+		typ:     typ,
+		buckets: buckets,
+		labels:  labels,
+		m:       map[string]*series{},
+	}
+}
+
+func key(lv []string) string { return strings.Join(lv, "\xff") }
+
+// get returns the series for the label values, creating it; callers hold
+// v.mu.
+func (v *vec) get(lv []string) *series {
+	k := key(lv)
+	s := v.m[k]
+	if s == nil {
+		s = &series{labels: append([]string(nil), lv...)}
+		if v.buckets != nil {
+			s.counts = make([]uint64, len(v.buckets)+1)
+		}
+		v.m[k] = s
+	}
+	return s
+}
+
+func (v *vec) add(x float64, lv ...string) {
+	v.mu.Lock()
+	v.get(lv).value += x
+	v.mu.Unlock()
+}
+
+func (v *vec) setMax(x float64, lv ...string) {
+	v.mu.Lock()
+	if s := v.get(lv); x > s.value {
+		s.value = x
+	}
+	v.mu.Unlock()
+}
+
+func (v *vec) observe(x float64, lv ...string) {
+	i := sort.SearchFloat64s(v.buckets, x) // first bucket with upper bound >= x
+	v.mu.Lock()
+	s := v.get(lv)
+	s.counts[i]++
+	s.sum += x
+	s.count++
+	v.mu.Unlock()
+}
+
+func (v *vec) Describe(ch chan<- *prometheus.Desc) { ch <- v.desc }
+
+func (v *vec) Collect(ch chan<- prometheus.Metric) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	for _, s := range v.m {
+		if v.buckets == nil {
+			ch <- prometheus.MustNewConstMetric(v.desc, v.typ, s.value, s.labels...)
+			continue
+		}
+		cum := make(map[float64]uint64, len(v.buckets))
+		var c uint64
+		for i, ub := range v.buckets {
+			c += s.counts[i]
+			cum[ub] = c
+		}
+		ch <- prometheus.MustNewConstHistogram(v.desc, s.count, s.sum, cum, s.labels...)
+	}
+}
+
+// SeriesState is one saved series.
+type SeriesState struct {
+	Labels []string `json:"l"`
+	Value  float64  `json:"v,omitempty"`
+	Counts []uint64 `json:"c,omitempty"`
+	Sum    float64  `json:"s,omitempty"`
+	Count  uint64   `json:"n,omitempty"`
+}
+
+func (v *vec) snapshot() []SeriesState {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	out := make([]SeriesState, 0, len(v.m))
+	for _, s := range v.m {
+		st := SeriesState{Labels: s.labels, Value: s.value, Sum: s.sum, Count: s.count}
+		if s.counts != nil {
+			st.Counts = append([]uint64(nil), s.counts...)
+		}
+		out = append(out, st)
+	}
+	sort.Slice(out, func(i, j int) bool { return key(out[i].Labels) < key(out[j].Labels) })
+	return out
+}
+
+func (v *vec) restore(states []SeriesState) error {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	for _, st := range states {
+		if len(st.Labels) != len(v.labels) {
+			return fmt.Errorf("restore %s: %d label values, want %d", v.name, len(st.Labels), len(v.labels))
+		}
+		if v.buckets != nil && len(st.Counts) != len(v.buckets)+1 {
+			return fmt.Errorf("restore %s: %d buckets, want %d (bucket layout changed)", v.name, len(st.Counts), len(v.buckets)+1)
+		}
+		s := v.get(st.Labels)
+		s.value, s.sum, s.count = st.Value, st.Sum, st.Count
+		if v.buckets != nil {
+			copy(s.counts, st.Counts)
+		}
+	}
+	return nil
+}

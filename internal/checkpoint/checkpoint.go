@@ -1,0 +1,164 @@
+package checkpoint
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"time"
+)
+
+// Version is the state file format version.
+const Version = 1
+
+// ResetFlag is the flag that discards a state file.
+const ResetFlag = "--state.reset"
+
+// FingerprintBytes is how many leading bytes identify a file.
+const FingerprintBytes = 1024
+
+// File is the content of the state file.
+type File struct {
+	Version   int       `json:"version"`
+	WrittenAt time.Time `json:"written_at"`
+	Roots     []string  `json:"roots"`
+	Files     []Entry   `json:"files"`
+	// Metrics and Assembler are the daemon's payloads.
+	Metrics   json.RawMessage `json:"metrics"`
+	Assembler json.RawMessage `json:"assembler"`
+}
+
+// Entry is one transcript file's identity and watermarks.
+type Entry struct {
+	Path        string `json:"path"`
+	Fingerprint string `json:"fp"`
+	FPLen       int    `json:"fp_len"`
+	// Counted: the metrics include every line before it. Exported: every
+	// span completed by a line before it was acknowledged. The daemon
+	// writes a state only once its spans are acknowledged, so the two are
+	// equal in files it writes; they are kept apart for readers.
+	Counted  int64 `json:"counted"`
+	Exported int64 `json:"exported"`
+}
+
+// Fingerprint identifies a file by its first bytes: the hex SHA-256 of up
+// to FingerprintBytes bytes, and how many bytes it covers.
+type Fingerprint struct {
+	Sum string
+	Len int
+}
+
+// FingerprintOf reads the fingerprint of an open file.
+func FingerprintOf(f io.ReaderAt) (Fingerprint, error) {
+	buf := make([]byte, FingerprintBytes)
+	n, err := f.ReadAt(buf, 0)
+	if err != nil && !errors.Is(err, io.EOF) {
+		return Fingerprint{}, fmt.Errorf("fingerprint: %w", err)
+	}
+	return fingerprintBytes(buf[:n]), nil
+}
+
+func fingerprintBytes(b []byte) Fingerprint {
+	s := sha256.Sum256(b)
+	return Fingerprint{Sum: hex.EncodeToString(s[:]), Len: len(b)}
+}
+
+// SameFile reports whether f is the file a saved entry describes: its
+// first FPLen bytes hash to the saved fingerprint. A file shorter than the
+// saved prefix is not the same file (or was truncated).
+func SameFile(f io.ReaderAt, e Entry) (bool, error) {
+	if e.FPLen == 0 {
+		return true, nil
+	}
+	buf := make([]byte, e.FPLen)
+	n, err := f.ReadAt(buf, 0)
+	if err != nil && !errors.Is(err, io.EOF) {
+		return false, fmt.Errorf("fingerprint: %w", err)
+	}
+	if n < e.FPLen {
+		return false, nil
+	}
+	return fingerprintBytes(buf).Sum == e.Fingerprint, nil
+}
+
+// DefaultPath is the state file under $XDG_STATE_HOME, else
+// ~/.local/state.
+func DefaultPath(getenv func(string) string, home string) string {
+	base := getenv("XDG_STATE_HOME")
+	if base == "" {
+		base = filepath.Join(home, ".local", "state")
+	}
+	return filepath.Join(base, "claude-transcript-exporter", "state.json")
+}
+
+// Load reads the state file. A missing file is (nil, nil): a first start.
+// Anything else that goes wrong is an error naming the file and the flag
+// that resets it.
+func Load(path string) (*File, error) {
+	b, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read state file %s: %w (start with %s to discard it)", path, err, ResetFlag)
+	}
+	var f File
+	if err := json.Unmarshal(b, &f); err != nil {
+		return nil, fmt.Errorf("read state file %s: corrupt: %w (start with %s to discard it)", path, err, ResetFlag)
+	}
+	if f.Version != Version {
+		return nil, fmt.Errorf("read state file %s: version %d, this exporter reads %d (start with %s to discard it)", path, f.Version, Version, ResetFlag)
+	}
+	return &f, nil
+}
+
+// Write writes the state file atomically: a temp file in the same
+// directory, fsync, rename over the old one, fsync of the directory.
+func Write(path string, f *File) error {
+	f.Version = Version
+	b, err := json.Marshal(f)
+	if err != nil {
+		return fmt.Errorf("write state file %s: %w", path, err)
+	}
+	dir := filepath.Dir(path)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("write state file %s: %w", path, err)
+	}
+	tmp, err := os.CreateTemp(dir, ".state-*.tmp")
+	if err != nil {
+		return fmt.Errorf("write state file %s: %w", path, err)
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := tmp.Write(b); err != nil {
+		tmp.Close()
+		return fmt.Errorf("write state file %s: %w", path, err)
+	}
+	if err := tmp.Sync(); err != nil {
+		tmp.Close()
+		return fmt.Errorf("write state file %s: sync: %w", path, err)
+	}
+	if err := tmp.Close(); err != nil {
+		return fmt.Errorf("write state file %s: %w", path, err)
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		return fmt.Errorf("write state file %s: rename: %w", path, err)
+	}
+	if d, err := os.Open(dir); err == nil {
+		_ = d.Sync()
+		d.Close()
+	}
+	return nil
+}
+
+// Remove deletes the state file (for --state.reset).
+func Remove(path string) error {
+	if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("remove state file %s: %w", path, err)
+	}
+	return nil
+}

@@ -1,0 +1,98 @@
+package checkpoint
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestWriteThenLoadRoundTrips(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "sub", "state.json")
+	in := &File{WrittenAt: time.Unix(1700000000, 0).UTC(), Roots: []string{"/r"},
+		Files:   []Entry{{Path: "/r/projects/p/s.jsonl", Fingerprint: "ab", FPLen: 2, Counted: 10, Exported: 10}},
+		Metrics: json.RawMessage(`{"a":1}`), Assembler: json.RawMessage(`{"b":2}`)}
+	if err := Write(path, in); err != nil {
+		t.Fatal(err)
+	}
+	out, err := Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.Files[0] != in.Files[0] || string(out.Metrics) != `{"a":1}` || !out.WrittenAt.Equal(in.WrittenAt) {
+		t.Fatalf("round trip: %+v", out)
+	}
+	left, _ := filepath.Glob(filepath.Join(filepath.Dir(path), ".state-*"))
+	if len(left) != 0 {
+		t.Fatalf("temp files left behind: %v", left)
+	}
+}
+
+func TestMissingStateIsAFirstStart(t *testing.T) {
+	f, err := Load(filepath.Join(t.TempDir(), "none.json"))
+	if f != nil || err != nil {
+		t.Fatalf("Load of a missing file = %v, %v", f, err)
+	}
+}
+
+func TestBadStateIsAnErrorNamingFileAndResetFlag(t *testing.T) {
+	dir := t.TempDir()
+	cases := map[string]string{
+		"corrupt":         `{"version":1,"files":[`,
+		"wrong version":   `{"version":99}`,
+		"not json at all": "\x00\x01",
+	}
+	for name, content := range cases {
+		path := filepath.Join(dir, strings.ReplaceAll(name, " ", "_")+".json")
+		if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		_, err := Load(path)
+		if err == nil || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), ResetFlag) {
+			t.Errorf("%s: error %v does not name the file and %s", name, err, ResetFlag)
+		}
+	}
+}
+
+func TestSameFileByFingerprint(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "f.jsonl")
+	content := bytes.Repeat([]byte("line of a transcript\n"), 100)
+	if err := os.WriteFile(p, content, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	f, _ := os.Open(p)
+	fp, err := FingerprintOf(f)
+	f.Close()
+	if err != nil || fp.Len != FingerprintBytes {
+		t.Fatalf("fingerprint %v %v", fp, err)
+	}
+	e := Entry{Path: p, Fingerprint: fp.Sum, FPLen: fp.Len}
+	check := func(name string, data []byte, want bool) {
+		if err := os.WriteFile(p, data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		f, _ := os.Open(p)
+		defer f.Close()
+		same, err := SameFile(f, e)
+		if err != nil || same != want {
+			t.Errorf("%s: same=%v err=%v, want %v", name, same, err, want)
+		}
+	}
+	check("appended", append(append([]byte{}, content...), "more\n"...), true)
+	check("replaced", bytes.Repeat([]byte("other content\n"), 100), false)
+	check("truncated below the prefix", content[:100], false)
+}
+
+func TestDefaultPathFollowsXDG(t *testing.T) {
+	env := map[string]string{"XDG_STATE_HOME": "/xdg"}
+	if got := DefaultPath(func(k string) string { return env[k] }, "/home/u"); got != "/xdg/claude-transcript-exporter/state.json" {
+		t.Errorf("got %s", got)
+	}
+	if got := DefaultPath(func(string) string { return "" }, "/home/u"); got != "/home/u/.local/state/claude-transcript-exporter/state.json" {
+		t.Errorf("got %s", got)
+	}
+}
