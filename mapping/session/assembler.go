@@ -97,10 +97,13 @@ type reqState struct {
 	lastSeen  time.Time
 	emitted   bool
 	counted   Tokens
-	interrupt bool
-	toolIDs   []string
-	text      string
-	thinking  string
+	// countedModel is the model label the request was counted under;
+	// later growth is added under it, whatever a better copy says.
+	countedModel string
+	interrupt    bool
+	toolIDs      []string
+	text         string
+	thinking     string
 }
 
 type toolState struct {
@@ -287,6 +290,9 @@ func laterOf(a, b time.Time) time.Time {
 func (a *Assembler) addIn(c *ctxState, src *Source, r *transcript.Record, now time.Time) {
 	s := c.sess
 	s.lastSeen = now
+	// A session closed by the idle timeout that gets new records is open
+	// again (it is not counted again).
+	s.ended = false
 	isMsg := r.Kind == transcript.KindUser || r.Kind == transcript.KindAssistant
 	if r.Cwd != "" {
 		if c.agent == nil && (s.cwd == "" || !s.hasMain) && isMsg {
@@ -318,6 +324,9 @@ func (a *Assembler) addIn(c *ctxState, src *Source, r *transcript.Record, now ti
 			s.start = r.Timestamp
 		}
 		s.last = laterOf(s.last, r.Timestamp)
+		if c.agent == nil && s.turn != nil && !IsHumanPrompt(r) {
+			s.turn.End = laterOf(s.turn.End, r.Timestamp)
+		}
 		if c.agent != nil {
 			if c.agent.start.IsZero() || r.Timestamp.Before(c.agent.start) {
 				c.agent.start = r.Timestamp
@@ -400,7 +409,7 @@ func (a *Assembler) assistant(c *ctxState, r *transcript.Record, now time.Time) 
 			now := TokensOf(st.usage)
 			if d := now.Sub(st.counted); !d.IsZero() {
 				st.counted = st.counted.Max(now)
-				a.sink.RequestUpdate(&RequestUpdate{Where: st.where, MessageID: st.msgID, Model: st.model, Delta: d})
+				a.sink.RequestUpdate(&RequestUpdate{Where: st.where, MessageID: st.msgID, Model: st.countedModel, Delta: d})
 			}
 		}
 	}
@@ -556,9 +565,6 @@ func (a *Assembler) user(c *ctxState, r *transcript.Record, now time.Time) {
 			Prompt:     m.Text,
 		}
 	}
-	if c.agent == nil && c.sess.turn != nil && !r.Timestamp.IsZero() {
-		c.sess.turn.End = laterOf(c.sess.turn.End, r.Timestamp)
-	}
 	c.remember(r.UUID, r.Timestamp, "")
 }
 
@@ -706,6 +712,7 @@ func (a *Assembler) Flush(now time.Time, final bool) {
 func (a *Assembler) emitRequest(st *reqState) {
 	st.emitted = true
 	st.counted = TokensOf(st.usage)
+	st.countedModel = st.model
 	end := st.end
 	if !st.start.IsZero() && end.Before(st.start) {
 		a.stats.ClampedTimes++

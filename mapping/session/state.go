@@ -42,6 +42,7 @@ type RequestState struct {
 	End       time.Time        `json:"e"`
 	Emitted   bool             `json:"x,omitempty"`
 	Counted   Tokens           `json:"c"`
+	CountedAs string           `json:"cm,omitempty"`
 	Interrupt bool             `json:"i,omitempty"`
 	ToolIDs   []string         `json:"t,omitempty"`
 }
@@ -102,7 +103,7 @@ func (a *Assembler) State() State {
 	st := State{Version: StateVersion, Seq: a.seq, Stats: a.stats}
 	for _, r := range a.requests {
 		rs := RequestState{Seq: r.seq, Where: r.where, MsgID: r.msgID, RequestID: r.requestID, Model: r.model, Stop: r.stop,
-			Usage: r.usage, Start: r.start, End: r.end, Emitted: r.emitted, Counted: r.counted, Interrupt: r.interrupt}
+			Usage: r.usage, Start: r.start, End: r.end, Emitted: r.emitted, Counted: r.counted, CountedAs: r.countedModel, Interrupt: r.interrupt}
 		if !r.emitted {
 			rs.ToolIDs = r.toolIDs
 		}
@@ -173,7 +174,7 @@ func (a *Assembler) Restore(st State, now time.Time) error {
 	for _, r := range st.Requests {
 		a.requests[r.MsgID] = &reqState{seq: r.Seq, where: r.Where, msgID: r.MsgID, requestID: r.RequestID, model: r.Model,
 			stop: r.Stop, usage: r.Usage, start: r.Start, end: r.End, lastSeen: now, emitted: r.Emitted, counted: r.Counted,
-			interrupt: r.Interrupt, toolIDs: r.ToolIDs}
+			countedModel: r.CountedAs, interrupt: r.Interrupt, toolIDs: r.ToolIDs}
 	}
 	for _, id := range st.Done {
 		a.tools[id] = &toolState{done: true}
