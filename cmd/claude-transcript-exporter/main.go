@@ -17,6 +17,7 @@ import (
 	"github.com/prometheus/common/version"
 	"github.com/prometheus/exporter-toolkit/web/kingpinflag"
 
+	"github.com/claude-transcript-exporter/claude-transcript-exporter/internal/checkpoint"
 	"github.com/claude-transcript-exporter/claude-transcript-exporter/internal/daemon"
 )
 
@@ -47,6 +48,11 @@ func run(args []string) int {
 	app.Flag("pricing.file", "JSON price table replacing the embedded one (same format as mapping/metrics/prices.json).").StringVar(&cfg.PricingFile)
 	durationFlag(app, "sessions.active-window", "A session with a record this recent counts as active.", &cfg.ActiveWindow)
 	durationFlag(app, "sessions.idle-timeout", "A session without records this long is closed (its turn and root spans end).", &cfg.IdleTimeout)
+	cfg.StateFile = checkpoint.DefaultPath(os.Getenv, home)
+	app.Flag("state.file", "Durable state (offsets, counter totals, dedup state) so restarts neither recount nor lose anything. Empty disables it.").
+		Default(cfg.StateFile).StringVar(&cfg.StateFile)
+	durationFlag(app, "state.flush-interval", "How often the state file is written (also at shutdown).", &cfg.StateFlushInterval)
+	app.Flag("state.reset", "Discard the state file at start and count everything again from the transcripts.").BoolVar(&cfg.StateReset)
 	durationFlag(app, "shutdown.timeout", "How long shutdown may take to flush spans.", &cfg.ShutdownTimeout)
 	enumFlag(app, "traces.exporter", "Span exporter: otlp, stdout (OTLP JSON), none, or auto (otlp when an OTLP endpoint is configured, else none).", &cfg.Traces.Exporter, "auto", "otlp", "stdout", "none")
 	capture := app.Flag("traces.capture", "Content to put on spans, comma-separated subset of prompts,responses,tools,thinking. Default: none (no text leaves the machine).").String()

@@ -38,6 +38,10 @@ type Config struct {
 
 	ShutdownTimeout time.Duration // --shutdown.timeout
 
+	StateFile          string        // --state.file ("" disables durable state)
+	StateFlushInterval time.Duration // --state.flush-interval
+	StateReset         bool          // --state.reset
+
 	Traces TracesConfig
 }
 
@@ -69,6 +73,7 @@ func NewConfig() Config {
 		ActiveWindow:       5 * time.Minute,
 		IdleTimeout:        30 * time.Minute,
 		ShutdownTimeout:    10 * time.Second,
+		StateFlushInterval: 10 * time.Second,
 		Traces: TracesConfig{
 			Exporter:        "auto",
 			CaptureMaxBytes: 4096,
@@ -170,6 +175,14 @@ func (c *Config) Validate() error {
 	}
 	if c.IdleTimeout < time.Second {
 		return fmt.Errorf("--sessions.idle-timeout: %s is below 1s", c.IdleTimeout)
+	}
+	if c.StateFlushInterval < 100*time.Millisecond {
+		return fmt.Errorf("--state.flush-interval: %s is below 100ms", c.StateFlushInterval)
+	}
+	if c.StateFile != "" {
+		if st, err := os.Stat(c.StateFile); err == nil && st.IsDir() {
+			return fmt.Errorf("--state.file: %s is a directory", c.StateFile)
+		}
 	}
 	if c.ShutdownTimeout <= 0 {
 		return fmt.Errorf("--shutdown.timeout: %s must be positive", c.ShutdownTimeout)

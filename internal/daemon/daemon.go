@@ -19,6 +19,7 @@ import (
 	"github.com/prometheus/exporter-toolkit/web"
 
 	"github.com/claude-transcript-exporter/claude-transcript-exporter/exporter/prom"
+	"github.com/claude-transcript-exporter/claude-transcript-exporter/internal/checkpoint"
 	"github.com/claude-transcript-exporter/claude-transcript-exporter/mapping/metrics"
 	"github.com/claude-transcript-exporter/claude-transcript-exporter/mapping/session"
 	"github.com/claude-transcript-exporter/claude-transcript-exporter/mapping/transcript"
@@ -97,6 +98,29 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger, stdout io.Writer)
 		return exportErr
 	}
 
+	// Durable state: counters, dedup state and file watermarks from the
+	// last run, so that nothing is counted twice and nothing is lost.
+	st := &stateKeeper{cfg: &cfg, log: logger.With("component", "state"), self: self}
+	if cfg.StateFile != "" {
+		if cfg.StateReset {
+			if err := checkpoint.Remove(cfg.StateFile); err != nil {
+				return err
+			}
+			logger.Info("state reset", "file", cfg.StateFile)
+		}
+		saved, err := checkpoint.Load(cfg.StateFile)
+		if err != nil {
+			return err
+		}
+		if saved != nil {
+			if err := restoreState(saved, usage, asm, rd, now()); err != nil {
+				return fmt.Errorf("restore state file %s: %w (start with %s to discard it)", cfg.StateFile, err, checkpoint.ResetFlag)
+			}
+			st.last = saved.WrittenAt
+			logger.Info("state restored", "file", cfg.StateFile, "files", len(saved.Files), "written_at", saved.WrittenAt)
+		}
+	}
+
 	// Serve.
 	var ready atomic.Bool
 	srv, srvErr := serve(&cfg, logger.With("component", "web"), reg, &ready)
@@ -110,7 +134,10 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger, stdout io.Writer)
 	start := now()
 	files := rd.scan()
 	rd.readAll(files, false)
-	asm.Flush(now(), false)
+	// What was on disk at start is complete: settle it at once (a
+	// request being streamed right now may be counted before its last
+	// line; it then grows by the difference).
+	asm.Flush(now().Add(session.DefaultSettle), false)
 	stats.publish(asm.Stats())
 	self.BackfillDone.Set(1)
 	self.BackfillSeconds.Set(now().Sub(start).Seconds())
@@ -122,6 +149,9 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger, stdout io.Writer)
 	defer poll.Stop()
 	rescan := time.NewTicker(cfg.RescanInterval)
 	defer rescan.Stop()
+	flush := time.NewTicker(cfg.StateFlushInterval)
+	defer flush.Stop()
+	st.save(usage, asm, rd, traces, now())
 	for {
 		select {
 		case <-ctx.Done():
@@ -132,7 +162,10 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger, stdout io.Writer)
 					logger.Warn("span flush at shutdown incomplete", "err", err)
 				}
 			}
+			st.save(usage, asm, rd, traces, now())
 			return nil
+		case <-flush.C:
+			st.save(usage, asm, rd, traces, now())
 		case err := <-srvErr:
 			return err
 		case <-rescan.C:
@@ -150,6 +183,7 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger, stdout io.Writer)
 		}
 		asm.Flush(now(), false)
 		stats.publish(asm.Stats())
+		st.age(now())
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/claude-transcript-exporter/claude-transcript-exporter/exporter/prom"
+	"github.com/claude-transcript-exporter/claude-transcript-exporter/internal/checkpoint"
 	"github.com/claude-transcript-exporter/claude-transcript-exporter/internal/tail"
 	"github.com/claude-transcript-exporter/claude-transcript-exporter/mapping/session"
 	"github.com/claude-transcript-exporter/claude-transcript-exporter/mapping/transcript"
@@ -25,33 +26,42 @@ type fileState struct {
 	mtime  time.Time
 	// metaRead says the subagent .meta.json was looked for.
 	metaRead bool
+	// info is the last stat (for inode changes); fp the fingerprint of
+	// the file's first bytes (its identity); verify asks for a
+	// fingerprint check before the next read (after a restore).
+	info   os.FileInfo
+	fp     checkpoint.Fingerprint
+	verify bool
 }
 
 // reader owns the files and feeds their lines to the assembler. It runs
 // on one goroutine.
 type reader struct {
-	cfg    *Config
-	log    *slog.Logger
-	self   *prom.Self
-	asm    *session.Assembler
-	dec    *transcript.Decoder
-	rd     *tail.Reader
-	rec    transcript.Record
-	files  map[string]*fileState
-	now    func() time.Time
-	linesN int64
+	cfg   *Config
+	log   *slog.Logger
+	self  *prom.Self
+	asm   *session.Assembler
+	dec   *transcript.Decoder
+	rd    *tail.Reader
+	rec   transcript.Record
+	files map[string]*fileState
+	// restored holds saved watermarks for files not yet scanned.
+	restored map[string]checkpoint.Entry
+	now      func() time.Time
+	linesN   int64
 }
 
 func newReader(cfg *Config, log *slog.Logger, self *prom.Self, asm *session.Assembler, dec *transcript.Decoder, now func() time.Time) *reader {
 	return &reader{
-		cfg:   cfg,
-		log:   log,
-		self:  self,
-		asm:   asm,
-		dec:   dec,
-		rd:    tail.NewReader(1<<20, cfg.MaxLineBytes),
-		files: map[string]*fileState{},
-		now:   now,
+		cfg:      cfg,
+		log:      log,
+		self:     self,
+		asm:      asm,
+		dec:      dec,
+		rd:       tail.NewReader(1<<20, cfg.MaxLineBytes),
+		files:    map[string]*fileState{},
+		restored: map[string]checkpoint.Entry{},
+		now:      now,
 	}
 }
 
@@ -82,7 +92,12 @@ func (r *reader) scan() []*fileState {
 				if err != nil {
 					return nil
 				}
-				r.files[p] = &fileState{path: p, src: session.ClassifySource(rel)}
+				fs := &fileState{path: p, src: session.ClassifySource(rel)}
+				if e, ok := r.restored[p]; ok {
+					fs.offset, fs.fp, fs.verify = e.Counted, checkpoint.Fingerprint{Sum: e.Fingerprint, Len: e.FPLen}, true
+					delete(r.restored, p)
+				}
+				r.files[p] = fs
 			}
 			return nil
 		})
@@ -145,6 +160,32 @@ func (r *reader) readNew(f *fileState, atEOF bool) bool {
 	if err != nil {
 		return false
 	}
+	replaced := f.info != nil && !os.SameFile(f.info, st)
+	if !replaced && !f.verify && st.Size() == f.offset {
+		f.info = st
+		return false
+	}
+	fh, err := os.Open(f.path)
+	if err != nil {
+		r.log.Warn("open failed", "path", f.path, "err", err)
+		return false
+	}
+	defer fh.Close()
+	if (replaced || f.verify) && f.fp.Len > 0 {
+		same, err := checkpoint.SameFile(fh, checkpoint.Entry{Fingerprint: f.fp.Sum, FPLen: f.fp.Len})
+		if err != nil {
+			r.log.Warn("fingerprint failed", "path", f.path, "err", err)
+			return false
+		}
+		if !same {
+			// Another file at this path: read it from the start; global
+			// dedup keeps copies of what was counted from counting twice.
+			r.log.Info("file replaced, reading from the start", "path", f.path)
+			f.offset, f.fp = 0, checkpoint.Fingerprint{}
+		}
+	}
+	f.verify = false
+	f.info = st
 	if st.Size() < f.offset {
 		// Truncated or rewritten in place: read again from the start;
 		// global dedup keeps lines already counted from counting twice.
@@ -155,13 +196,12 @@ func (r *reader) readNew(f *fileState, atEOF bool) bool {
 	if st.Size() == f.offset {
 		return false
 	}
-	r.readMeta(f)
-	fh, err := os.Open(f.path)
-	if err != nil {
-		r.log.Warn("open failed", "path", f.path, "err", err)
-		return false
+	if f.fp.Len < checkpoint.FingerprintBytes {
+		if fp, err := checkpoint.FingerprintOf(fh); err == nil {
+			f.fp = fp
+		}
 	}
-	defer fh.Close()
+	r.readMeta(f)
 	start := f.offset
 	now := r.now()
 	end, err := r.rd.ReadFrom(fh, f.offset, tail.ReadOptions{AtEOF: atEOF}, func(line []byte, _ int64, ls tail.LineStatus) error {

@@ -15,6 +15,8 @@ import (
 type tracesStage struct {
 	sink  session.Sink
 	close func(ctx context.Context, timeout time.Duration) error
+	// pending reports spans built and not yet acknowledged.
+	pending func() int
 }
 
 // newTraces builds the span pipeline, or returns nil when traces are off.

@@ -696,7 +696,7 @@ func (a *Assembler) Flush(now time.Time, final bool) {
 		if s.ended {
 			continue
 		}
-		if final || (a.cfg.IdleTimeout > 0 && now.Sub(s.lastSeen) >= a.cfg.IdleTimeout) {
+		if final || a.idle(s, now) {
 			closing = append(closing, s)
 		}
 	}
@@ -707,6 +707,20 @@ func (a *Assembler) Flush(now time.Time, final bool) {
 	if final {
 		a.stats.OrphanToolResults = int64(len(a.early))
 	}
+}
+
+// idle reports whether a session has been quiet for the idle timeout: no
+// new line read for that long, or (once its lines have settled) a newest
+// record older than that, which closes sessions of the history read at
+// start right away so that their spans go out.
+func (a *Assembler) idle(s *sessState, now time.Time) bool {
+	if a.cfg.IdleTimeout <= 0 {
+		return false
+	}
+	if now.Sub(s.lastSeen) >= a.cfg.IdleTimeout {
+		return true
+	}
+	return !s.last.IsZero() && now.Sub(s.lastSeen) >= a.cfg.Settle && now.Sub(s.last) >= a.cfg.IdleTimeout
 }
 
 func (a *Assembler) emitRequest(st *reqState) {
