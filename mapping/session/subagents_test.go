@@ -1,0 +1,248 @@
+package session
+
+import "testing"
+
+// TestSubagents pins how subagent runs are found, typed and linked in
+// every layout (design §1, §2.7, §2.8): new layout with .meta.json,
+// workflows, legacy agent files typed from the parent's Task input via
+// toolUseResult.agentId, progress records; Warmup agents; the "unknown"
+// type; exactly one Subagent unit per agent, linked both ways to the
+// Task call that launched it, while its requests stay counted.
+func TestSubagents(t *testing.T) {
+	const (
+		newAgent    = "a2244978809bf394d"
+		wfAgent     = "ad05375a05aa61f4e"
+		legacyAgent = "a24fba1"
+		progAgent   = "a5f27cb"
+		taskID      = "toolu_01Dz2Z5Ldkq7148yyi1kACKL"
+		wfPath      = projDir + "/" + sessA + "/subagents/workflows/wf_c823ff03-725/agent-" + wfAgent + ".jsonl"
+	)
+	prompt := U{UUID: "u1", Sec: 0, Text: "Build all the views."}.String()
+	taskUse := func(subagentType string) string {
+		return A{UUID: "a1", Parent: "u1", Sec: 1, Msg: "msg_task", Req: "req_task", In: 3, Out: 150, Stop: "tool_use", Blocks: blocks(taskUseB(taskID, subagentType, "Build all Laravel Blade views"))}.String()
+	}
+	taskRes := func(toolUseResult string) string {
+		return U{UUID: "r1", Parent: "a1", Sec: 60, Blocks: blocks(toolResultB(taskID, false)), ToolUseResult: toolUseResult}.String()
+	}
+	// agentLines are a subagent's own records: its prompt and one request.
+	agentLines := func(agent, first string) []string {
+		return []string{
+			U{UUID: agent + "-u", Sec: 2, Agent: agent, Text: first}.String(),
+			A{UUID: agent + "-a1", Parent: agent + "-u", Sec: 3, Msg: "msg_" + agent, Req: "req_" + agent, Model: modelHaiku, Agent: agent, In: 3, Out: 1}.String(),
+			A{UUID: agent + "-a2", Parent: agent + "-a1", Sec: 50, Msg: "msg_" + agent, Req: "req_" + agent, Model: modelHaiku, Agent: agent, In: 3, Out: 700, Read: 13000, Stop: "end_turn"}.String(),
+		}
+	}
+	parent := func(lines ...string) file { return file{sessionPath(sessA), append([]string{prompt}, lines...)} }
+
+	type wantAgent struct {
+		typ       string
+		toolUseID string
+		warmup    bool
+	}
+	tests := []struct {
+		name   string
+		metas  map[string]subagentMeta
+		files  []file
+		agents map[string]wantAgent // every Subagent unit expected
+		// taskAgent is the AgentID the Task ToolCall must carry ("" when
+		// there is no Task call).
+		taskAgent string
+	}{
+		{
+			name:  "new layout typed by meta, linked by toolUseResult (agent file first)",
+			metas: map[string]subagentMeta{subagentPath(sessA, newAgent): {agentType: "general-purpose", description: "Build all Laravel Blade views for CMMCUnlock app"}},
+			files: []file{
+				{subagentPath(sessA, newAgent), agentLines(newAgent, "Build all Laravel Blade views.")},
+				parent(taskUse("general-purpose"), taskRes(taskResult(newAgent, "general-purpose"))),
+			},
+			agents:    map[string]wantAgent{newAgent: {"general-purpose", taskID, false}},
+			taskAgent: newAgent,
+		},
+		{
+			name:  "new layout typed by meta, linked by toolUseResult (parent first)",
+			metas: map[string]subagentMeta{subagentPath(sessA, newAgent): {agentType: "general-purpose"}},
+			files: []file{
+				parent(taskUse("general-purpose"), taskRes(taskResult(newAgent, "general-purpose"))),
+				{subagentPath(sessA, newAgent), agentLines(newAgent, "Build all Laravel Blade views.")},
+			},
+			agents:    map[string]wantAgent{newAgent: {"general-purpose", taskID, false}},
+			taskAgent: newAgent,
+		},
+		{
+			name:  "new layout linked by the meta's toolUseId",
+			metas: map[string]subagentMeta{subagentPath(sessA, newAgent): {agentType: "Explore", description: "Scan Claude transcripts for open loops", toolUseID: taskID}},
+			files: []file{
+				{subagentPath(sessA, newAgent), agentLines(newAgent, "Scan the transcripts.")},
+				parent(taskUse("Explore"), taskRes(`"Error: agent failed"`)),
+			},
+			agents:    map[string]wantAgent{newAgent: {"Explore", taskID, false}},
+			taskAgent: newAgent,
+		},
+		{
+			name:  "new layout without a launching call keeps the meta type",
+			metas: map[string]subagentMeta{subagentPath(sessA, newAgent): {agentType: "general-purpose"}},
+			files: []file{
+				parent(),
+				{subagentPath(sessA, newAgent), agentLines(newAgent, "Build all Laravel Blade views.")},
+			},
+			agents: map[string]wantAgent{newAgent: {"general-purpose", "", false}},
+		},
+		{
+			name:  "workflows directory",
+			metas: map[string]subagentMeta{wfPath: {agentType: "workflow-subagent"}},
+			files: []file{
+				parent(),
+				{wfPath, agentLines(wfAgent, "## Adversarial Claim Verifier (voter 2/3)")},
+			},
+			agents: map[string]wantAgent{wfAgent: {"workflow-subagent", "", false}},
+		},
+		{
+			name: "legacy agent typed from the Task input via toolUseResult.agentId (agent file first)",
+			files: []file{
+				{legacyAgentPath(legacyAgent), agentLines(legacyAgent, "Explore the VIBE skills directory.")},
+				parent(taskUse("Explore"), taskRes(taskResult(legacyAgent, ""))),
+			},
+			agents:    map[string]wantAgent{legacyAgent: {"Explore", taskID, false}},
+			taskAgent: legacyAgent,
+		},
+		{
+			name: "legacy agent typed from the Task input via toolUseResult.agentId (parent first)",
+			files: []file{
+				parent(taskUse("Explore"), taskRes(taskResult(legacyAgent, ""))),
+				{legacyAgentPath(legacyAgent), agentLines(legacyAgent, "Explore the VIBE skills directory.")},
+			},
+			agents:    map[string]wantAgent{legacyAgent: {"Explore", taskID, false}},
+			taskAgent: legacyAgent,
+		},
+		{
+			name: "legacy agent launched by an Agent call (the Task tool's newer name)",
+			files: []file{
+				parent(
+					A{UUID: "a1", Parent: "u1", Sec: 1, Msg: "msg_task", In: 3, Out: 150, Stop: "tool_use", Blocks: blocks(toolUseB(taskID, "Agent", `{"description":"Review the diff","prompt":"Review it.","subagent_type":"code-reviewer"}`))}.String(),
+					taskRes(taskResult(legacyAgent, "")),
+				),
+				{legacyAgentPath(legacyAgent), agentLines(legacyAgent, "Review it.")},
+			},
+			agents:    map[string]wantAgent{legacyAgent: {"code-reviewer", taskID, false}},
+			taskAgent: legacyAgent,
+		},
+		{
+			name: "legacy agent never resolved is unknown",
+			files: []file{
+				parent(),
+				{legacyAgentPath(legacyAgent), agentLines(legacyAgent, "Explore the VIBE skills directory.")},
+			},
+			agents: map[string]wantAgent{legacyAgent: {"unknown", "", false}},
+		},
+		{
+			name: "legacy Warmup agent",
+			files: []file{
+				parent(),
+				{legacyAgentPath(legacyAgent), agentLines(legacyAgent, "Warmup")},
+			},
+			agents: map[string]wantAgent{legacyAgent: {"unknown", "", true}},
+		},
+		{
+			name:  "new layout Warmup agent",
+			metas: map[string]subagentMeta{subagentPath(sessA, newAgent): {agentType: "Explore"}},
+			files: []file{
+				parent(),
+				{subagentPath(sessA, newAgent), agentLines(newAgent, "Warmup")},
+			},
+			agents: map[string]wantAgent{newAgent: {"Explore", "", true}},
+		},
+		{
+			name: "Warmup must be the exact content",
+			files: []file{
+				parent(),
+				{legacyAgentPath(legacyAgent), agentLines(legacyAgent, "Warmup the cache, then explore.")},
+			},
+			agents: map[string]wantAgent{legacyAgent: {"unknown", "", false}},
+		},
+		{
+			name: "progress record links by data.agentId and parentToolUseID",
+			files: []file{
+				parent(
+					taskUse("Explore"),
+					progress("p1", "a1", sessA, 2, progAgent, taskID, U{UUID: "pu", Sec: 2, Agent: progAgent, Text: "Search for the Common_Building table."}.String()),
+					progress("p2", "p1", sessA, 3, progAgent, taskID, A{UUID: "pa", Parent: "pu", Sec: 3, Msg: "msg_" + progAgent, Model: modelHaiku, Agent: progAgent, In: 3, Out: 700, Stop: "end_turn"}.String()),
+				),
+			},
+			agents:    map[string]wantAgent{progAgent: {"Explore", taskID, false}},
+			taskAgent: progAgent,
+		},
+		{
+			name: "progress record link, then the Task result",
+			files: []file{
+				parent(
+					taskUse("Explore"),
+					progress("p1", "a1", sessA, 2, progAgent, taskID, U{UUID: "pu", Sec: 2, Agent: progAgent, Text: "Search for the Common_Building table."}.String()),
+					progress("p2", "p1", sessA, 3, progAgent, taskID, A{UUID: "pa", Parent: "pu", Sec: 3, Msg: "msg_" + progAgent, Model: modelHaiku, Agent: progAgent, In: 3, Out: 700, Stop: "end_turn"}.String()),
+					taskRes(`{"status":"completed","content":[{"type":"text","text":"Done."}],"totalDurationMs":5000}`),
+				),
+			},
+			agents:    map[string]wantAgent{progAgent: {"Explore", taskID, false}},
+			taskAgent: progAgent,
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			log, _ := runWithMeta(t, tc.metas, tc.files...)
+			if len(log.agents) != len(tc.agents) {
+				t.Errorf("subagent units %+v, want one each of %v", log.agents, tc.agents)
+			}
+			for id, w := range tc.agents {
+				s := one(t, "subagent "+id, log.agentsOf(id))
+				if s.AgentType != w.typ || s.ToolUseID != w.toolUseID || s.Warmup != w.warmup || !s.Ended {
+					t.Errorf("subagent %s: type=%q tool=%q warmup=%v ended=%v, want type=%q tool=%q warmup=%v ended",
+						id, s.AgentType, s.ToolUseID, s.Warmup, s.Ended, w.typ, w.toolUseID, w.warmup)
+				}
+				if s.SessionID != sessA || s.TurnID != "" {
+					t.Errorf("subagent %s where %+v, want session %s and no turn", id, s.Where, sessA)
+				}
+				// Its tokens count, Warmup or not, as requests of the agent.
+				r := one(t, "request of "+id, log.requestsOf("msg_"+id))
+				if r.AgentID != id || r.SessionID != sessA || r.TurnID != "" || r.Tokens.Output != 700 {
+					t.Errorf("request of %s: where %+v output %d, want agent %s, session %s, output 700", id, r.Where, r.Tokens.Output, id, sessA)
+				}
+			}
+			if calls := log.toolsOf(taskID); len(calls) > 0 || tc.taskAgent != "" {
+				c := one(t, "Task call", calls)
+				if c.AgentID != tc.taskAgent {
+					t.Errorf("Task ToolCall.AgentID = %q, want %q", c.AgentID, tc.taskAgent)
+				}
+				if c.AgentID != "" && c.SubagentType == "" {
+					t.Errorf("Task ToolCall.SubagentType empty")
+				}
+			}
+			starts, _ := log.sessionsOf(sessA)
+			one(t, "session start", starts)
+		})
+	}
+}
+
+// TestSubagentTimes pins the subagent's span: it starts at its first
+// record and ends at its last one (or its Task result, whichever is
+// later).
+func TestSubagentTimes(t *testing.T) {
+	const agent = "a2244978809bf394d"
+	const taskID = "toolu_T"
+	log, _ := runWithMeta(t, map[string]subagentMeta{subagentPath(sessA, agent): {agentType: "general-purpose"}},
+		file{subagentPath(sessA, agent), []string{
+			U{UUID: "s0", Sec: 5, Agent: agent, Text: "Build the views."}.String(),
+			A{UUID: "s1", Parent: "s0", Sec: 40, Msg: "msg_sub", Agent: agent, Out: 100, Stop: "end_turn"}.String(),
+		}},
+		file{sessionPath(sessA), []string{
+			U{UUID: "u1", Sec: 0, Text: "Build."}.String(),
+			A{UUID: "a1", Parent: "u1", Sec: 4, Msg: "msg_1", Out: 50, Stop: "tool_use", Blocks: blocks(taskUseB(taskID, "general-purpose", "Build the views"))}.String(),
+			U{UUID: "r1", Parent: "a1", Sec: 41, Blocks: blocks(toolResultB(taskID, false)), ToolUseResult: taskResult(agent, "general-purpose")}.String(),
+		}},
+	)
+	s := one(t, "subagent", log.agentsOf(agent))
+	if !s.Start.Equal(at(5)) || !s.End.Equal(at(41)) {
+		t.Errorf("subagent %v–%v, want %v–%v", s.Start, s.End, at(5), at(41))
+	}
+	if s.Description != "Build the views" {
+		t.Errorf("Description %q, want the Task's description", s.Description)
+	}
+}
