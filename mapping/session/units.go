@@ -170,9 +170,9 @@ type Session struct {
 	Turns                                int
 }
 
-// Subagent is a subagent run, emitted when its type is known and it has
-// started, and again (Ended) when its launching tool call completes or the
-// session is flushed.
+// Subagent is a subagent run, emitted once: when its launching tool call
+// completes, when its first prompt shows it is a Warmup agent, or when
+// its session closes.
 type Subagent struct {
 	Where
 	AgentType   string
