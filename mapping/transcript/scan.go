@@ -52,6 +52,30 @@ func stringEnd(b []byte, i int) (end int, escaped bool, err error) {
 	}
 }
 
+// skipString returns the index of the closing quote of the string whose
+// first content byte is at b[i], without noting escapes: the fast path for
+// strings nobody reads (tool output, file snapshots, thinking text).
+func skipString(b []byte, i int) (int, error) {
+	for {
+		j := bytes.IndexByte(b[i:], '"')
+		if j < 0 {
+			return 0, errSyntax
+		}
+		q := i + j
+		if q == 0 || b[q-1] != '\\' {
+			return q, nil
+		}
+		n := 1
+		for k := q - 2; k >= i && b[k] == '\\'; k-- {
+			n++
+		}
+		if n%2 == 0 {
+			return q, nil
+		}
+		i = q + 1
+	}
+}
+
 // readString expects b[i] == '"' and returns the raw bytes between the
 // quotes, whether they hold escapes, and the index after the closing quote.
 func readString(b []byte, i int) (raw []byte, escaped bool, next int, err error) {
@@ -75,7 +99,7 @@ func skipValue(b []byte, i int) (int, error) {
 	}
 	switch c := b[i]; c {
 	case '"':
-		end, _, err := stringEnd(b, i+1)
+		end, err := skipString(b, i+1)
 		if err != nil {
 			return 0, err
 		}
@@ -130,7 +154,7 @@ func skipContainer(b []byte, i int) (int, error) {
 		c := b[i]
 		switch c {
 		case '"':
-			end, _, err := stringEnd(b, i+1)
+			end, err := skipString(b, i+1)
 			if err != nil {
 				return 0, err
 			}
