@@ -1,0 +1,239 @@
+package discover
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// TestChangesAreHintedOrRescanned drives real fsnotify: each case lays out
+// a tree, Scans (which adds the watches), changes the tree, and waits for
+// the hint — or, where the design allows either, for a hint or a rescan
+// request after which Scan lists the file.
+func TestChangesAreHintedOrRescanned(t *testing.T) {
+	tests := []struct {
+		name   string
+		before []string // files below projects/ before the first Scan
+		dirs   []string // dirs below the root before the first Scan
+		act    func(t *testing.T, projects string)
+		path   string // below projects/
+		op     Op
+		// exact: a hint for path with op is required; otherwise a
+		// Changed hint or a requested rescan listing path will do.
+		exact bool
+	}{
+		{
+			name:   "file created in existing project dir is hinted changed",
+			before: []string{"-p/old.jsonl"},
+			act:    func(t *testing.T, p string) { writeFile(t, filepath.Join(p, "-p", "new.jsonl"), "{}\n") },
+			path:   "-p/new.jsonl", op: Changed, exact: true,
+		},
+		{
+			name:   "append to a known file is hinted changed",
+			before: []string{"-p/s.jsonl"},
+			act:    func(t *testing.T, p string) { appendFile(t, filepath.Join(p, "-p", "s.jsonl"), "{}\n") },
+			path:   "-p/s.jsonl", op: Changed, exact: true,
+		},
+		{
+			name:   "subagent file in existing subagents dir is hinted changed",
+			before: []string{"-p/s/subagents/agent-a.jsonl"},
+			act: func(t *testing.T, p string) {
+				writeFile(t, filepath.Join(p, "-p", "s", "subagents", "agent-b.jsonl"), "{}\n")
+			},
+			path: "-p/s/subagents/agent-b.jsonl", op: Changed, exact: true,
+		},
+		{
+			name:   "removal is hinted removed",
+			before: []string{"-p/s.jsonl"},
+			act:    func(t *testing.T, p string) { remove(t, filepath.Join(p, "-p", "s.jsonl")) },
+			path:   "-p/s.jsonl", op: Removed, exact: true,
+		},
+		{
+			name:   "rename away is hinted removed",
+			before: []string{"-p/s.jsonl"},
+			act: func(t *testing.T, p string) {
+				rename(t, filepath.Join(p, "-p", "s.jsonl"), filepath.Join(p, "-p", "s.jsonl.bak"))
+			},
+			path: "-p/s.jsonl", op: Removed, exact: true,
+		},
+		{
+			name:   "rename into place is hinted changed",
+			before: []string{"-p/s.jsonl"},
+			act: func(t *testing.T, p string) {
+				writeFile(t, filepath.Join(p, "-p", "tmp"), "{}\n")
+				rename(t, filepath.Join(p, "-p", "tmp"), filepath.Join(p, "-p", "t.jsonl"))
+			},
+			path: "-p/t.jsonl", op: Changed,
+		},
+		{
+			name:   "new project dir and file after start are found",
+			before: []string{"-p/s.jsonl"},
+			act:    func(t *testing.T, p string) { writeFile(t, filepath.Join(p, "-q", "s.jsonl"), "{}\n") },
+			path:   "-q/s.jsonl", op: Changed,
+		},
+		{
+			name:   "new session subagents dir is found",
+			before: []string{"-p/s.jsonl"},
+			act: func(t *testing.T, p string) {
+				writeFile(t, filepath.Join(p, "-p", "s", "subagents", "agent-a.jsonl"), "{}\n")
+			},
+			path: "-p/s/subagents/agent-a.jsonl", op: Changed,
+		},
+		{
+			name:   "new subagents dir in an existing session dir is found",
+			before: []string{"-p/s.jsonl", "-p/s/tool-results/x.txt"},
+			act: func(t *testing.T, p string) {
+				writeFile(t, filepath.Join(p, "-p", "s", "subagents", "agent-a.jsonl"), "{}\n")
+			},
+			path: "-p/s/subagents/agent-a.jsonl", op: Changed,
+		},
+		{
+			name:   "new workflow dir is found",
+			before: []string{"-p/s/subagents/agent-a.jsonl"},
+			act: func(t *testing.T, p string) {
+				writeFile(t, filepath.Join(p, "-p", "s", "subagents", "workflows", "wf", "agent-w.jsonl"), "{}\n")
+			},
+			path: "-p/s/subagents/workflows/wf/agent-w.jsonl", op: Changed,
+		},
+		{
+			name: "projects dir created after start under an existing root is found",
+			act:  func(t *testing.T, p string) { writeFile(t, filepath.Join(p, "-p", "s.jsonl"), "{}\n") },
+			path: "-p/s.jsonl", op: Changed,
+		},
+		{
+			name: "empty projects dir filled after start is found",
+			dirs: []string{"projects"},
+			act:  func(t *testing.T, p string) { writeFile(t, filepath.Join(p, "-p", "s.jsonl"), "{}\n") },
+			path: "-p/s.jsonl", op: Changed,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			root := t.TempDir()
+			projects := filepath.Join(root, "projects")
+			for _, rel := range tt.before {
+				writeFile(t, filepath.Join(projects, filepath.FromSlash(rel)), "{}\n")
+			}
+			for _, rel := range tt.dirs {
+				mkdir(t, filepath.Join(root, filepath.FromSlash(rel)))
+			}
+			w := newTestWatcher(t, Config{Roots: []string{root}})
+			mustScan(t, w)
+
+			tt.act(t, projects)
+			path := filepath.Join(projects, filepath.FromSlash(tt.path))
+			if tt.exact {
+				waitEvent(t, w, path, tt.op)
+			} else {
+				waitFound(t, w, path)
+			}
+		})
+	}
+}
+
+func TestFileInNewDirectoryIsHintedEvenIfCreatedBeforeTheWatch(t *testing.T) {
+	// A tree moved in at once: every file already exists when the watch on
+	// its directory lands, so only the listing of the new dir can hint it.
+	root := t.TempDir()
+	projects := filepath.Join(root, "projects")
+	mkdir(t, projects)
+	staging := t.TempDir()
+	writeFile(t, filepath.Join(staging, "-q", "s.jsonl"), "{}\n")
+	writeFile(t, filepath.Join(staging, "-q", "s", "subagents", "agent-a.jsonl"), "{}\n")
+
+	w := newTestWatcher(t, Config{Roots: []string{root}})
+	mustScan(t, w)
+	rename(t, filepath.Join(staging, "-q"), filepath.Join(projects, "-q"))
+
+	waitEvents(t, w,
+		Event{Path: filepath.Join(projects, "-q", "s.jsonl"), Op: Changed},
+		Event{Path: filepath.Join(projects, "-q", "s", "subagents", "agent-a.jsonl"), Op: Changed})
+	select {
+	case <-w.RescanNeeded():
+	default:
+		t.Errorf("new directory did not request a rescan")
+	}
+}
+
+func TestRemovedDirectoryRequestsRescan(t *testing.T) {
+	root := t.TempDir()
+	projects := filepath.Join(root, "projects")
+	writeFile(t, filepath.Join(projects, "-p", "s", "subagents", "agent-a.jsonl"), "{}\n")
+	w := newTestWatcher(t, Config{Roots: []string{root}})
+	mustScan(t, w)
+	drainRescan(w)
+
+	if err := os.RemoveAll(filepath.Join(projects, "-p", "s")); err != nil {
+		t.Fatal(err)
+	}
+	waitRescan(t, w)
+	if files := mustScan(t, w); len(files) != 0 {
+		t.Errorf("after removal Scan = %q, want none", paths(files))
+	}
+}
+
+func TestRootFilesOtherThanProjectsAreIgnored(t *testing.T) {
+	// The root is watched while projects/ is missing; history.jsonl there
+	// matches the name test but is not a transcript.
+	root := t.TempDir()
+	w := newTestWatcher(t, Config{Roots: []string{root}})
+	mustScan(t, w)
+	writeFile(t, filepath.Join(root, "history.jsonl"), "{}\n")
+	writeFile(t, filepath.Join(root, "projects", "-p", "s.jsonl"), "{}\n")
+	// Whatever arrives first, history.jsonl is never hinted.
+	waitFound(t, w, filepath.Join(root, "projects", "-p", "s.jsonl"))
+	for {
+		select {
+		case ev := <-w.Events():
+			if ev.Path == filepath.Join(root, "history.jsonl") {
+				t.Fatalf("hinted %v", ev)
+			}
+		default:
+			return
+		}
+	}
+}
+
+func appendFile(t *testing.T, path, content string) {
+	t.Helper()
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteString(content); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func remove(t *testing.T, path string) {
+	t.Helper()
+	if err := os.Remove(path); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func rename(t *testing.T, from, to string) {
+	t.Helper()
+	if err := os.Rename(from, to); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func drainRescan(w *Watcher) {
+	select {
+	case <-w.RescanNeeded():
+	default:
+	}
+}
+
+func waitRescan(t *testing.T, w *Watcher) {
+	t.Helper()
+	select {
+	case <-w.RescanNeeded():
+	case <-timeAfterLimit():
+		t.Fatalf("no rescan requested within %v", waitLimit)
+	}
+}

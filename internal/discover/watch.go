@@ -1,0 +1,281 @@
+package discover
+
+import (
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+
+	"github.com/fsnotify/fsnotify"
+)
+
+// watch adds a watch on dir unless it has one, the watcher is polling
+// only, closed, or past its watch limit.
+func (w *Watcher) watch(dir string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.fsw == nil || w.closed || w.stats.Fallback {
+		return
+	}
+	if _, ok := w.watched[dir]; ok {
+		return
+	}
+	var err error
+	if w.hook != nil {
+		err = w.hook(dir)
+	}
+	if err == nil {
+		err = w.fsw.Add(dir)
+	}
+	switch {
+	case err == nil:
+		w.seq++
+		w.watched[dir] = w.seq
+	case errors.Is(err, fs.ErrNotExist), errors.Is(err, syscall.ENOTDIR):
+		// Gone or replaced under us: the rescan will tell.
+	case isWatchLimit(err):
+		w.stats.WatchErrors++
+		w.stats.Fallback = true
+		w.log.Warn("directory watch limit reached, new directories found by rescan only",
+			"path", dir, "watched", len(w.watched), "err", err,
+			"hint", "raise fs.inotify.max_user_watches (sysctl) or use --tail.poll-only")
+	default:
+		w.stats.WatchErrors++
+		w.log.Debug("watch directory failed", "path", dir, "err", err)
+	}
+}
+
+// isWatchLimit reports whether err says the kernel will not give more
+// watches (inotify: ENOSPC; kqueue and others: out of descriptors).
+func isWatchLimit(err error) bool {
+	return errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EMFILE) || errors.Is(err, syscall.ENFILE)
+}
+
+// syncWatchList forgets watches the watcher dropped on its own (a watched
+// directory deleted or moved while its events were lost), so Scan adds
+// them again, and returns the current watch sequence number.
+func (w *Watcher) syncWatchList() uint64 {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.fsw != nil && !w.closed {
+		live := map[string]bool{}
+		for _, p := range w.fsw.WatchList() {
+			live[p] = true
+		}
+		for p := range w.watched {
+			if !live[p] {
+				delete(w.watched, p)
+			}
+		}
+	}
+	return w.seq
+}
+
+// unwatchStale removes the watches of directories a Scan did not find,
+// except those added after the Scan started (by the event goroutine).
+func (w *Watcher) unwatchStale(desired map[string]bool, startSeq uint64) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for p, seq := range w.watched {
+		if !desired[p] && seq <= startSeq {
+			w.unwatchLocked(p)
+		}
+	}
+}
+
+// unwatchUnder removes the watches on dir and every directory below it,
+// and reports whether there was any.
+func (w *Watcher) unwatchUnder(dir string) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	prefix := dir + string(filepath.Separator)
+	found := false
+	for p := range w.watched {
+		if p == dir || strings.HasPrefix(p, prefix) {
+			w.unwatchLocked(p)
+			found = true
+		}
+	}
+	return found
+}
+
+func (w *Watcher) unwatchLocked(p string) {
+	delete(w.watched, p)
+	if w.fsw != nil && !w.closed {
+		// Often already gone with its directory: nothing to report.
+		_ = w.fsw.Remove(p)
+	}
+}
+
+// run turns fsnotify events into hints until the watcher is closed.
+func (w *Watcher) run() {
+	defer w.wg.Done()
+	for {
+		select {
+		case <-w.done:
+			return
+		case ev, ok := <-w.fsw.Events:
+			if !ok {
+				return
+			}
+			w.handle(ev)
+		case err, ok := <-w.fsw.Errors:
+			if !ok {
+				return
+			}
+			w.handleError(err)
+		}
+	}
+}
+
+// handle turns one fsnotify event into hints, watches and rescan requests.
+func (w *Watcher) handle(ev fsnotify.Event) {
+	path := ev.Name
+	if ev.Has(fsnotify.Remove) || ev.Has(fsnotify.Rename) {
+		if w.unwatchUnder(path) {
+			// A watched directory went: its files went with it.
+			w.signalRescan()
+		} else if pl, ok := w.locate(path); ok && pl.underProjects && w.match(filepath.Base(path)) {
+			w.hint(path, Removed)
+		}
+	}
+	pl, ok := w.locate(path)
+	if !ok {
+		return
+	}
+	name := filepath.Base(path)
+	if pl.inRoot {
+		// The root is watched only until projects/ appears.
+		if ev.Has(fsnotify.Create) && name == "projects" {
+			if fi, err := os.Stat(path); err == nil && fi.IsDir() {
+				w.walk(path, nil, nil, w.hintFile)
+				w.signalRescan()
+			}
+		}
+		return
+	}
+	if !pl.underProjects {
+		return
+	}
+	if ev.Has(fsnotify.Create) {
+		fi, err := os.Lstat(path)
+		switch {
+		case err != nil:
+			// Gone already; its Remove follows.
+		case fi.IsDir():
+			if name != skippedDir {
+				// Files may have been created before the watch landed:
+				// list them, and have the caller rescan anyway.
+				w.walk(path, pl.parts, nil, w.hintFile)
+				w.signalRescan()
+			}
+		case fi.Mode().IsRegular() && w.match(name):
+			w.hint(path, Changed)
+		}
+		return
+	}
+	if ev.Has(fsnotify.Write) && w.match(name) {
+		w.hint(path, Changed)
+	}
+}
+
+// hintFile hints a file found in a directory that just appeared.
+func (w *Watcher) hintFile(f File) { w.hint(f.Path, Changed) }
+
+// handleError counts a watcher error and asks for a rescan.
+func (w *Watcher) handleError(err error) {
+	w.mu.Lock()
+	if errors.Is(err, fsnotify.ErrEventOverflow) {
+		w.stats.Overflows++
+		if !w.overflowed {
+			w.overflowed = true
+			w.log.Warn("directory watch events overflowed, rescanning", "err", err,
+				"hint", "raise fs.inotify.max_queued_events (sysctl); later overflows are counted only")
+		}
+	} else {
+		w.stats.WatchErrors++
+		w.log.Warn("directory watcher error, rescanning", "err", err)
+	}
+	w.mu.Unlock()
+	w.signalRescan()
+}
+
+// hint queues a hint for the consumer without blocking.
+func (w *Watcher) hint(path string, op Op) {
+	if !w.hints.put(path, op) {
+		w.signalRescan()
+	}
+}
+
+// pump moves queued hints to the Events channel. It may block on a slow
+// consumer; meanwhile new hints coalesce in the queue.
+func (w *Watcher) pump() {
+	defer w.wg.Done()
+	for {
+		select {
+		case <-w.done:
+			return
+		case <-w.hints.wake:
+		}
+		for _, ev := range w.hints.take() {
+			select {
+			case w.events <- ev:
+			case <-w.done:
+				return
+			}
+		}
+	}
+}
+
+// hintQueue holds hints not yet handed to the consumer, one per path, in
+// the order the paths were first hinted. The last op for a path wins.
+type hintQueue struct {
+	mu      sync.Mutex
+	pending map[string]Op
+	order   []string
+	max     int
+	dropped uint64
+	wake    chan struct{} // capacity 1
+}
+
+// put queues a hint and reports false when it was dropped because max
+// paths are already pending.
+func (q *hintQueue) put(path string, op Op) bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if _, ok := q.pending[path]; !ok {
+		if len(q.pending) >= q.max {
+			q.dropped++
+			return false
+		}
+		q.order = append(q.order, path)
+	}
+	q.pending[path] = op
+	select {
+	case q.wake <- struct{}{}:
+	default:
+	}
+	return true
+}
+
+// take empties the queue.
+func (q *hintQueue) take() []Event {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	evs := make([]Event, 0, len(q.order))
+	for _, p := range q.order {
+		evs = append(evs, Event{Path: p, Op: q.pending[p]})
+	}
+	clear(q.pending)
+	q.order = q.order[:0]
+	return evs
+}
+
+func (q *hintQueue) droppedCount() uint64 {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.dropped
+}
