@@ -66,6 +66,9 @@ type Options struct {
 type Decoder struct {
 	opts   Options
 	intern map[string]string
+	// embedding is set while decoding a progress record's data.message:
+	// envelopes are read one level deep, deeper ones are skipped.
+	embedding bool
 }
 
 // internMax bounds the intern table; it is cleared when full.
@@ -94,7 +97,7 @@ func (d *Decoder) Decode(line []byte, r *Record) error {
 	}
 	i := skipWS(line, 0)
 	if i == len(line) {
-		return &DecodeError{Reason: ReasonNotObject}
+		return nil // blank: an empty KindOther record, as documented
 	}
 	if line[i] != '{' {
 		if !validUTF8(line) {
@@ -180,8 +183,8 @@ func (d *Decoder) record(b []byte, i int, r *Record) (int, error) {
 			if v < len(b) && b[v] == '"' {
 				raw, esc, next, err = readString(b, v)
 				if err == nil {
-					r.Kind = kindOf(raw)
 					r.Type = d.internBytes(raw, esc)
+					r.Kind = kindOf([]byte(r.Type))
 				}
 				return next, err
 			}
@@ -346,7 +349,9 @@ func parseTime(raw []byte) (time.Time, bool) {
 		s, ok6 := num(raw[17:19])
 		ms, ok7 := num(raw[20:23])
 		if ok1 && ok2 && ok3 && ok4 && ok5 && ok6 && ok7 && mo >= 1 && mo <= 12 && dd >= 1 && dd <= 31 && h < 24 && mi < 60 && s < 61 {
-			return time.Date(y, time.Month(mo), dd, h, mi, s, ms*1e6, time.UTC), true
+			if t := time.Date(y, time.Month(mo), dd, h, mi, s, ms*1e6, time.UTC); t.Day() == dd && s < 60 {
+				return t, true
+			}
 		}
 	}
 	t, err := time.Parse(time.RFC3339Nano, string(raw))
@@ -428,11 +433,14 @@ func (d *Decoder) progressData(b []byte, v int, r *Record) (int, error) {
 		case "agentId":
 			r.ProgressAgentID, next, err = d.str(b, v, true)
 		case "message":
-			if v < len(b) && b[v] == '{' {
+			if v < len(b) && b[v] == '{' && !d.embedding {
 				if r.Embedded == nil {
 					r.Embedded = &Record{}
 				}
-				return d.record(b, v, r.Embedded)
+				d.embedding = true
+				end, err := d.record(b, v, r.Embedded)
+				d.embedding = false
+				return end, err
 			}
 			return skipValue(b, v)
 		default:
@@ -594,7 +602,11 @@ func (d *Decoder) block(b []byte, v int, m *Message) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	switch string(typ.raw(b)) {
+	typRaw := typ.raw(b)
+	if typ.esc {
+		typRaw = appendUnescaped(nil, typRaw, 64)
+	}
+	switch string(typRaw) {
 	case "text":
 		m.TextBlocks++
 		if m.TextBlocks == 1 && text.set {

@@ -1,22 +1,11 @@
 package transcript
 
 import (
-	"os"
 	"strings"
 	"testing"
 	"time"
 	"unicode/utf8"
 )
-
-// knownBug skips a test that exposes a known, reported bug in the decoder
-// so that the package stays green until it is fixed. Run with
-// CTE_KNOWN_BUGS=1 to see the failures; remove the call once fixed.
-func knownBug(t testing.TB, what string) {
-	t.Helper()
-	if os.Getenv("CTE_KNOWN_BUGS") != "1" {
-		t.Skipf("known bug (run with CTE_KNOWN_BUGS=1 to see it fail): %s", what)
-	}
-}
 
 // decodeOK decodes line with a fresh decoder and fails on error.
 func decodeOK(t *testing.T, opts Options, line string) *Record {
@@ -506,13 +495,12 @@ func TestDecodeNumbers(t *testing.T) {
 	}
 }
 
-// TestDecodeNumbersKnownBugs: readInt ignores exponents (1e3 reads as 1,
+// TestDecodeNumbers: readInt ignores exponents (1e3 reads as 1,
 // 1.7e12 epoch milliseconds as 1) and stops accumulating digits once the
 // value reaches (1<<62)/10, so integers from about 4.6e18 up (valid int64
 // up to 9.2e18) lose their trailing digits: 5000000000000000000 reads as
 // 500000000000000000, and larger numbers do not saturate.
-func TestDecodeNumbersKnownBugs(t *testing.T) {
-	knownBug(t, "readInt ignores exponents and mangles integers >= (1<<62)/10")
+func TestDecodeNumbersWithExponentsAndBigIntegers(t *testing.T) {
 	cases := []struct {
 		name string
 		val  string
@@ -624,11 +612,10 @@ func TestDecodeStringEscapes(t *testing.T) {
 	})
 }
 
-// TestDecodeEscapedTypeKnownBug: the type value (and keys, and block
+// TestDecodeEscapedType: the type value (and keys, and block
 // types) are compared before unescaping, so "us\u0065r" gets Type "user"
 // but Kind KindOther; encoding/json treats it as "user".
-func TestDecodeEscapedTypeKnownBug(t *testing.T) {
-	knownBug(t, "Kind is computed from the escaped type bytes; escaped keys and block types are not matched")
+func TestDecodeEscapedType(t *testing.T) {
 	r := decodeOK(t, Options{}, `{"type":"us\u0065r","\u0075uid":"u","message":{"content":[{"type":"t\u0065xt","text":"hi"}]}}`)
 	eq(t, "Type", r.Type, "user")
 	eq(t, "Kind", r.Kind, KindUser)
@@ -761,12 +748,11 @@ func TestDecodeTimestamps(t *testing.T) {
 	})
 }
 
-// TestDecodeTimestampImpossibleDateKnownBug: the fast path checks only
+// TestDecodeTimestampImpossibleDate: the fast path checks only
 // day <= 31 and second < 61, and time.Date normalises, so Feb 30 becomes
 // Mar 2 and second 60 the next minute, while the RFC 3339 path (time.Parse)
 // rejects both.
-func TestDecodeTimestampImpossibleDateKnownBug(t *testing.T) {
-	knownBug(t, "fast timestamp path accepts impossible dates that time.Parse rejects")
+func TestDecodeTimestampImpossibleDate(t *testing.T) {
 	for _, s := range []string{"2025-02-30T00:00:00.000Z", "2025-04-31T12:00:00.000Z", "2025-02-28T23:59:60.000Z"} {
 		r := decodeOK(t, Options{}, `{"type":"user","timestamp":"`+s+`"}`)
 		if !r.Timestamp.IsZero() || r.TimestampRaw != s {

@@ -187,7 +187,7 @@ func checkInvariants(t *testing.T, r *Record, opts Options) {
 // referenceObject decodes data with encoding/json when it is a valid,
 // valid-UTF-8 JSON object without duplicate or escaped keys (JSON leaves
 // duplicate keys undefined; escaped keys are a known divergence, see
-// TestDecodeEscapedTypeKnownBug). escType says some "type" value has
+// TestDecodeEscapedType). escType says some "type" value has
 // escapes, which the decoder does not match either.
 func referenceObject(data []byte) (ref map[string]any, escType, ok bool) {
 	if !utf8.Valid(data) || !json.Valid(data) {
@@ -260,7 +260,7 @@ func refString(v any) string {
 
 // refInt returns what the decoder should read for a JSON value taken as an
 // integer, and false when the comparison must be skipped: exponents and
-// 19+ digit integers hit TestDecodeNumbersKnownBugs.
+// 19+ digit integers hit TestDecodeNumbers.
 func refInt(v any) (int64, bool) {
 	n, ok := v.(json.Number)
 	if !ok {

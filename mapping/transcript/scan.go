@@ -3,6 +3,8 @@ package transcript
 import (
 	"bytes"
 	"errors"
+	"math"
+	"strconv"
 	"unicode/utf8"
 )
 
@@ -15,6 +17,17 @@ var errSyntax = errors.New("invalid json")
 // skipValue, which jumps over strings with bytes.IndexByte so that large
 // payloads (tool output, snapshots, thinking) cost a memchr, not an
 // allocation.
+
+// hasControl reports whether s holds a byte below 0x20, which JSON
+// forbids inside strings.
+func hasControl(s []byte) bool {
+	for _, c := range s {
+		if c < 0x20 {
+			return true
+		}
+	}
+	return false
+}
 
 func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
 
@@ -44,6 +57,9 @@ func stringEnd(b []byte, i int) (end int, escaped bool, err error) {
 		if !escaped && bytes.IndexByte(b[i:q], '\\') >= 0 {
 			escaped = true
 		}
+		if hasControl(b[i:q]) {
+			return 0, false, errSyntax
+		}
 		if n%2 == 0 {
 			return q, escaped, nil
 		}
@@ -54,7 +70,9 @@ func stringEnd(b []byte, i int) (end int, escaped bool, err error) {
 
 // skipString returns the index of the closing quote of the string whose
 // first content byte is at b[i], without noting escapes: the fast path for
-// strings nobody reads (tool output, file snapshots, thinking text).
+// strings nobody reads (tool output, file snapshots, thinking text). It
+// does not check for raw control characters: skipped values are only
+// delimited, not validated (strings that are read are checked).
 func skipString(b []byte, i int) (int, error) {
 	for {
 		j := bytes.IndexByte(b[i:], '"')
@@ -196,9 +214,13 @@ func objectFields(b []byte, i int, fn func(key []byte, v int) (int, error)) (int
 		return i + 1, nil
 	}
 	for {
-		key, _, next, err := readString(b, i)
+		key, esc, next, err := readString(b, i)
 		if err != nil {
 			return 0, err
+		}
+		if esc {
+			var buf [64]byte
+			key = appendUnescaped(buf[:0], key, 64)
 		}
 		i = skipWS(b, next)
 		if i >= len(b) || b[i] != ':' {
@@ -259,25 +281,37 @@ func arrayElems(b []byte, i int, fn func(v int) (int, error)) (int, error) {
 }
 
 // readInt reads a JSON number (or null) at b[i] as an int64, truncating a
-// fraction. Non-numbers are skipped and read as 0.
+// fraction, honouring an exponent and saturating out of range. Non-numbers
+// are skipped and read as 0.
 func readInt(b []byte, i int) (int64, int, error) {
 	if i < len(b) && (b[i] == '-' || (b[i] >= '0' && b[i] <= '9')) {
-		neg := false
-		j := i
-		if b[j] == '-' {
-			neg = true
-			j++
-		}
-		var n int64
-		for j < len(b) && b[j] >= '0' && b[j] <= '9' {
-			if n < (1<<62)/10 {
-				n = n*10 + int64(b[j]-'0')
-			}
-			j++
-		}
 		end, err := skipNumber(b, i)
 		if err != nil {
 			return 0, 0, err
+		}
+		j := i
+		neg := b[j] == '-'
+		if neg {
+			j++
+		}
+		var n int64
+		for ; j < end && b[j] >= '0' && b[j] <= '9'; j++ {
+			d := int64(b[j] - '0')
+			if n > (math.MaxInt64-d)/10 {
+				j = -1 // overflow
+				break
+			}
+			n = n*10 + d
+		}
+		if j < 0 || bytes.IndexAny(b[i:end], "eE") >= 0 {
+			f, _ := strconv.ParseFloat(string(b[i:end]), 64)
+			switch {
+			case f >= math.MaxInt64:
+				return math.MaxInt64, end, nil
+			case f <= math.MinInt64:
+				return math.MinInt64, end, nil
+			}
+			return int64(f), end, nil
 		}
 		if neg {
 			n = -n
