@@ -5,10 +5,17 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/url"
+	"os"
+	"strings"
 	"time"
 
+	"github.com/prometheus/common/version"
+
+	"github.com/claude-transcript-exporter/claude-transcript-exporter/exporter/otlp"
 	"github.com/claude-transcript-exporter/claude-transcript-exporter/exporter/prom"
 	"github.com/claude-transcript-exporter/claude-transcript-exporter/mapping/session"
+	"github.com/claude-transcript-exporter/claude-transcript-exporter/mapping/spans"
 )
 
 // tracesStage is the span half of the pipeline.
@@ -19,11 +26,201 @@ type tracesStage struct {
 	pending func() int
 }
 
-// newTraces builds the span pipeline, or returns nil when traces are off.
-func newTraces(_ context.Context, cfg *Config, _ *slog.Logger, _ *prom.Self, _ io.Writer) (*tracesStage, error) {
-	switch cfg.Traces.Exporter {
-	case "none", "auto":
+// Environment variables that configure the OTLP exporter (read by the
+// SDK; the daemon looks at them only to resolve --traces.exporter=auto
+// and to name the receiver in messages).
+const (
+	envTracesEndpoint = "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"
+	envEndpoint       = "OTEL_EXPORTER_OTLP_ENDPOINT"
+	envTracesHeaders  = "OTEL_EXPORTER_OTLP_TRACES_HEADERS"
+	envHeaders        = "OTEL_EXPORTER_OTLP_HEADERS"
+	envTracesExporter = "OTEL_TRACES_EXPORTER"
+	envSDKDisabled    = "OTEL_SDK_DISABLED"
+	defaultEndpoint   = "localhost:4317"
+)
+
+// newTraces builds the span pipeline — builder → queue → exporter — or
+// returns nil when traces are off.
+func newTraces(ctx context.Context, cfg *Config, logger *slog.Logger, self *prom.Self, stdout io.Writer) (*tracesStage, error) {
+	return buildTraces(ctx, cfg, logger, self, stdout, os.Getenv)
+}
+
+func buildTraces(ctx context.Context, cfg *Config, logger *slog.Logger, self *prom.Self, stdout io.Writer, getenv func(string) string) (*tracesStage, error) {
+	tc := cfg.Traces
+	kind := exporterKind(tc, getenv)
+	if kind == "none" {
+		logger.Debug("traces off", "exporter", tc.Exporter)
 		return nil, nil
 	}
-	return nil, fmt.Errorf("--traces.exporter: %s is not built yet", cfg.Traces.Exporter)
+	v := version.Version
+	if v == "" {
+		v = "dev"
+	}
+	res, err := otlp.NewResource(ctx, v)
+	if err != nil {
+		if res == nil {
+			return nil, fmt.Errorf("--traces.exporter: %w", err)
+		}
+		logger.Warn("resource attributes incomplete", "err", err)
+	}
+
+	var exp otlp.Exporter
+	endpoint := "stdout"
+	switch kind {
+	case "otlp":
+		headers, err := otlpHeaders(tc.Headers, getenv)
+		if err != nil {
+			return nil, err
+		}
+		g, err := otlp.NewGRPC(ctx, otlp.GRPCConfig{Endpoint: tc.Endpoint, Insecure: tc.Insecure, Headers: headers, Version: v}, res)
+		if err != nil {
+			return nil, fmt.Errorf("--otlp.endpoint: %w", err)
+		}
+		exp, endpoint = g, receiverName(tc.Endpoint, getenv)
+	case "stdout":
+		exp = otlp.NewJSON(stdout, res, v)
+	default:
+		return nil, fmt.Errorf("--traces.exporter: unknown exporter %q", kind)
+	}
+
+	qcfg := otlp.QueueConfig{
+		BatchSize:     tc.BatchSize,
+		ExportTimeout: tc.Timeout,
+		Endpoint:      endpoint,
+		Observer:      selfObserver{self},
+		Logger:        logger,
+	}
+	if cfg.Oneshot {
+		// A one-shot run must end: stop retrying once the receiver has
+		// failed for as long as shutdown may take, and exit non-zero.
+		qcfg.GiveUpAfter = cfg.ShutdownTimeout
+	}
+	q := otlp.NewQueue(exp, qcfg)
+
+	var (
+		b           *spans.Builder
+		lastClamped int64
+		dropLogged  bool
+	)
+	emit := func(s spans.Span) {
+		if err := q.Enqueue(ctx, s); err != nil && !dropLogged {
+			dropLogged = true
+			logger.Error("dropping spans", "err", err)
+		}
+		if c := b.Stats().Clamped; c > lastClamped {
+			self.ClampedTimes.Add(float64(c - lastClamped))
+			lastClamped = c
+		}
+	}
+	b = spans.NewBuilder(builderConfig(tc), emit)
+	logger.Info("exporting spans", "exporter", kind, "endpoint", endpoint, "granularity", tc.Granularity,
+		"capture", strings.Join(tc.Capture, ","), "batch_size", tc.BatchSize)
+
+	closeFn := func(ctx context.Context, timeout time.Duration) error {
+		cctx, cancel := context.WithTimeout(ctx, timeout)
+		defer cancel()
+		st := b.Stats()
+		if st.EventsDropped+st.EventsLost+st.Unlinked+st.StandInAgents > 0 {
+			logger.Info("span mapping notes", "events_dropped", st.EventsDropped, "events_lost", st.EventsLost,
+				"unlinked", st.Unlinked, "stand_in_agents", st.StandInAgents)
+		}
+		if err := q.Close(cctx); err != nil {
+			return err
+		}
+		logger.Info("spans delivered", "spans", st.Spans, "endpoint", endpoint)
+		return nil
+	}
+	pending := func() int { return q.Len() + b.Held() }
+	return &tracesStage{sink: b, close: closeFn, pending: pending}, nil
 }
+
+// exporterKind resolves --traces.exporter: auto is otlp when an endpoint
+// is configured (--otlp.endpoint, OTEL_EXPORTER_OTLP_TRACES_ENDPOINT or
+// OTEL_EXPORTER_OTLP_ENDPOINT) and OTEL_TRACES_EXPORTER / OTEL_SDK_DISABLED
+// do not turn traces off; else none.
+func exporterKind(tc TracesConfig, getenv func(string) string) string {
+	if tc.Exporter != "auto" {
+		return tc.Exporter
+	}
+	if strings.EqualFold(strings.TrimSpace(getenv(envSDKDisabled)), "true") ||
+		strings.EqualFold(strings.TrimSpace(getenv(envTracesExporter)), "none") {
+		return "none"
+	}
+	if tc.Endpoint != "" || getenv(envTracesEndpoint) != "" || getenv(envEndpoint) != "" {
+		return "otlp"
+	}
+	return "none"
+}
+
+// receiverName names the receiver in messages: the flag, else the
+// environment, else the SDK's default.
+func receiverName(flag string, getenv func(string) string) string {
+	for _, v := range []string{flag, getenv(envTracesEndpoint), getenv(envEndpoint)} {
+		if v = strings.TrimSpace(v); v != "" {
+			return v
+		}
+	}
+	return defaultEndpoint
+}
+
+// otlpHeaders returns nil (leave headers to the SDK, which reads the
+// environment) when --otlp.headers is empty; else the environment's
+// headers with the flag's added, since an SDK option replaces them.
+func otlpHeaders(flag string, getenv func(string) string) (map[string]string, error) {
+	if strings.TrimSpace(flag) == "" {
+		return nil, nil
+	}
+	h := map[string]string{}
+	env := getenv(envTracesHeaders)
+	if env == "" {
+		env = getenv(envHeaders)
+	}
+	if env != "" {
+		parsed, err := ParseHeaders(env)
+		if err == nil {
+			for k, v := range parsed {
+				k2, kerr := url.PathUnescape(k)
+				v2, verr := url.PathUnescape(v)
+				if kerr == nil && verr == nil {
+					h[k2] = v2
+				}
+			}
+		}
+	}
+	parsed, err := ParseHeaders(flag)
+	if err != nil {
+		return nil, fmt.Errorf("--otlp.headers: %w", err)
+	}
+	for k, v := range parsed {
+		h[k] = v
+	}
+	return h, nil
+}
+
+func builderConfig(tc TracesConfig) spans.Config {
+	c := spans.Config{
+		CaptureMaxBytes: tc.CaptureMaxBytes,
+		Capture: spans.Capture{
+			Prompts:   tc.Captures(CapturePrompts),
+			Responses: tc.Captures(CaptureResponses),
+			Tools:     tc.Captures(CaptureTools),
+			Thinking:  tc.Captures(CaptureThinking),
+		},
+	}
+	if tc.Granularity == "turn" {
+		c.Granularity = spans.GranularityTurn
+	}
+	return c
+}
+
+// selfObserver moves the queue's counts into the self-metrics.
+type selfObserver struct{ self *prom.Self }
+
+func (o selfObserver) Acknowledged(n int, t time.Time) {
+	o.self.SpansExported.Add(float64(n))
+	o.self.LastExport.Set(float64(t.UnixNano()) / 1e9)
+}
+
+func (o selfObserver) Failed(n int) { o.self.SpansFailed.Add(float64(n)) }
+
+func (o selfObserver) Pending(n int) { o.self.SpansPending.Set(float64(n)) }

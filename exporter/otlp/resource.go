@@ -1,0 +1,36 @@
+package otlp
+
+import (
+	"context"
+	"fmt"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/sdk/resource"
+)
+
+// DefaultServiceName is service.name unless OTEL_SERVICE_NAME or
+// OTEL_RESOURCE_ATTRIBUTES say otherwise.
+const DefaultServiceName = "claude-code"
+
+// NewResource returns the resource of every exported span: service.name
+// claude-code and service.version the exporter's version (or "dev"),
+// host.name, then OTEL_RESOURCE_ATTRIBUTES and OTEL_SERVICE_NAME, which
+// override the defaults. A malformed OTEL_RESOURCE_ATTRIBUTES gives an
+// error along with the resource built from the rest.
+func NewResource(ctx context.Context, version string) (*resource.Resource, error) {
+	if version == "" {
+		version = "dev"
+	}
+	res, err := resource.New(ctx,
+		resource.WithAttributes(
+			attribute.String("service.name", DefaultServiceName),
+			attribute.String("service.version", version),
+		),
+		resource.WithHost(),
+		resource.WithFromEnv(),
+	)
+	if err != nil {
+		return res, fmt.Errorf("build resource: %w", err)
+	}
+	return res, nil
+}

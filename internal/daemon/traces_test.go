@@ -1,0 +1,90 @@
+package daemon
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"strings"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/claude-transcript-exporter/claude-transcript-exporter/exporter/prom"
+	"github.com/claude-transcript-exporter/claude-transcript-exporter/mapping/spans"
+)
+
+func envOf(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
+
+func TestTracesExporterAuto(t *testing.T) {
+	tests := []struct {
+		name     string
+		exporter string
+		endpoint string
+		env      map[string]string
+		want     string
+	}{
+		{"auto without endpoint", "auto", "", nil, "none"},
+		{"auto with flag", "auto", "collector:4317", nil, "otlp"},
+		{"auto with traces env", "auto", "", map[string]string{envTracesEndpoint: "http://c:4317"}, "otlp"},
+		{"auto with generic env", "auto", "", map[string]string{envEndpoint: "http://c:4317"}, "otlp"},
+		{"auto, OTEL_TRACES_EXPORTER=none", "auto", "c:4317", map[string]string{envTracesExporter: "none"}, "none"},
+		{"auto, OTEL_SDK_DISABLED", "auto", "", map[string]string{envEndpoint: "c:4317", envSDKDisabled: "true"}, "none"},
+		{"explicit stdout", "stdout", "", nil, "stdout"},
+		{"explicit otlp without endpoint (SDK default)", "otlp", "", nil, "otlp"},
+		{"explicit none", "none", "c:4317", nil, "none"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got := exporterKind(TracesConfig{Exporter: tc.exporter, Endpoint: tc.endpoint}, envOf(tc.env))
+			if got != tc.want {
+				t.Errorf("got %s, want %s", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestReceiverName(t *testing.T) {
+	if got := receiverName("a:1", envOf(map[string]string{envEndpoint: "b:2"})); got != "a:1" {
+		t.Errorf("flag first: %s", got)
+	}
+	if got := receiverName("", envOf(map[string]string{envEndpoint: "b:2", envTracesEndpoint: "c:3"})); got != "c:3" {
+		t.Errorf("traces env before generic: %s", got)
+	}
+	if got := receiverName("", envOf(nil)); got != defaultEndpoint {
+		t.Errorf("default: %s", got)
+	}
+}
+
+func TestOTLPHeaders(t *testing.T) {
+	h, err := otlpHeaders("", envOf(map[string]string{envHeaders: "a=1"}))
+	if err != nil || h != nil {
+		t.Errorf("no flag: %v %v, want nil (the SDK reads the environment)", h, err)
+	}
+	h, err = otlpHeaders("b=2,a=3", envOf(map[string]string{envHeaders: "a=1,c=x%20y"}))
+	if err != nil || h["a"] != "3" || h["b"] != "2" || h["c"] != "x y" {
+		t.Errorf("flag adds to the environment: %v %v", h, err)
+	}
+	h, _ = otlpHeaders("b=2", envOf(map[string]string{envHeaders: "a=1", envTracesHeaders: "t=1"}))
+	if h["t"] != "1" || h["a"] != "" {
+		t.Errorf("traces headers win over generic: %v", h)
+	}
+	if _, err := otlpHeaders("novalue", envOf(nil)); err == nil || !strings.Contains(err.Error(), "--otlp.headers") {
+		t.Errorf("bad flag: %v", err)
+	}
+}
+
+func TestBuilderConfig(t *testing.T) {
+	c := builderConfig(TracesConfig{Capture: []string{CaptureTools, CaptureThinking}, CaptureMaxBytes: 7, Granularity: "turn"})
+	want := spans.Config{Granularity: spans.GranularityTurn, CaptureMaxBytes: 7, Capture: spans.Capture{Tools: true, Thinking: true}}
+	if c != want {
+		t.Errorf("got %+v, want %+v", c, want)
+	}
+}
+
+func TestTracesOffBuildsNothing(t *testing.T) {
+	cfg := NewConfig()
+	st, err := buildTraces(context.Background(), &cfg, slog.New(slog.DiscardHandler), prom.NewSelf(prometheus.NewRegistry()), io.Discard, envOf(nil))
+	if err != nil || st != nil {
+		t.Errorf("auto without endpoint: %v %v", st, err)
+	}
+}

@@ -1,0 +1,809 @@
+package spans
+
+import (
+	"slices"
+	"time"
+	"unicode/utf8"
+
+	"github.com/claude-transcript-exporter/claude-transcript-exporter/mapping/session"
+)
+
+// Granularity says how sessions map to traces.
+type Granularity uint8
+
+// Granularities (--traces.granularity).
+const (
+	// GranularitySession makes one trace per session, rooted at the
+	// session span.
+	GranularitySession Granularity = iota
+	// GranularityTurn makes one trace per turn, rooted at the turn span;
+	// what happens outside any turn (requests before the first prompt,
+	// warmup agents) stays in the session's trace with the session span.
+	// Each turn links to its session span and carries
+	// gen_ai.conversation.id, so the turns of a session stay findable.
+	GranularityTurn
+)
+
+// Capture says which content goes on spans. All off by default: no text
+// leaves the machine unless asked for.
+type Capture struct {
+	Prompts   bool // the human prompt, on the turn span
+	Responses bool // response text on chat spans, API error text on events
+	Tools     bool // tool input and output, on tool spans
+	Thinking  bool // thinking text, on chat spans
+}
+
+// Config of a Builder. Zero values take defaults.
+type Config struct {
+	Granularity Granularity
+	Capture     Capture
+	// CaptureMaxBytes cuts each captured text (at a UTF-8 boundary).
+	CaptureMaxBytes int
+	// MaxEvents bounds the events buffered for one span until it is
+	// emitted; more are counted (Stats.EventsDropped and the span's
+	// claude_code.events.dropped attribute).
+	MaxEvents int
+	// MaxPending bounds, under GranularityTurn, the spans of one session
+	// held back because the turn they belong to is not known yet (a
+	// subagent's spans seen before the tool call that launched it). Past
+	// the bound the oldest waiting spans go to the session's trace.
+	MaxPending int
+}
+
+// Defaults of Config.
+const (
+	DefaultCaptureMaxBytes = 4096
+	DefaultMaxEvents       = 128
+	DefaultMaxPending      = 16384
+)
+
+// Stats counts what the builder met that is worth a self-metric.
+type Stats struct {
+	Spans int64 // spans emitted
+	// Clamped counts spans whose end came before their start: the end was
+	// set to the start.
+	Clamped int64
+	// Untimed counts spans without any time in the transcript: they take
+	// the session's latest time.
+	Untimed int64
+	// EventsDropped counts events past Config.MaxEvents on one span.
+	EventsDropped int64
+	// EventsMoved counts events whose span was already emitted: they went
+	// to the session span instead.
+	EventsMoved int64
+	// EventsLost counts events that arrived after the session span too.
+	EventsLost int64
+	// Unlinked counts spans (GranularityTurn) whose turn never became
+	// known: they were sent in the session's trace.
+	Unlinked int64
+	// StandInAgents counts subagent spans made up at the end of a session
+	// because spans of the session named a subagent that never came as a
+	// Subagent unit of that session (one legacy agent file can hold
+	// records of two sessions; the assembler reports the agent once).
+	StandInAgents int64
+}
+
+// Builder turns session units into spans. It implements session.Sink:
+// every unit is turned into its span at once and handed to emit, except
+// API errors (events, buffered until their span is emitted) and, under
+// GranularityTurn, spans whose trace is not known yet. It is pure and not
+// safe for concurrent use.
+//
+// RequestUpdate units (a better copy of a request already emitted) are
+// ignored: the span went out with the counts known then. Metrics, which
+// are cumulative, take the update; spans keep the first copy.
+type Builder struct {
+	cfg      Config
+	emit     func(Span)
+	sessions map[string]*sessState
+	stats    Stats
+	held     int // spans waiting for their trace, all sessions
+}
+
+var _ session.Sink = (*Builder)(nil)
+
+// NewBuilder returns a builder that hands each complete span to emit.
+func NewBuilder(cfg Config, emit func(Span)) *Builder {
+	if cfg.CaptureMaxBytes <= 0 {
+		cfg.CaptureMaxBytes = DefaultCaptureMaxBytes
+	}
+	if cfg.MaxEvents <= 0 {
+		cfg.MaxEvents = DefaultMaxEvents
+	}
+	if cfg.MaxPending <= 0 {
+		cfg.MaxPending = DefaultMaxPending
+	}
+	return &Builder{cfg: cfg, emit: emit, sessions: map[string]*sessState{}}
+}
+
+// Stats returns the builder's counts so far.
+func (b *Builder) Stats() Stats { return b.stats }
+
+// Held returns the number of spans built and held back (GranularityTurn:
+// waiting for their turn to be known).
+func (b *Builder) Held() int { return b.held }
+
+// Open returns the number of sessions the builder holds state for (not
+// yet ended).
+func (b *Builder) Open() int { return len(b.sessions) }
+
+// sessState is what the builder keeps per open session: metadata for the
+// turn spans, events waiting for their span, and (GranularityTurn) what is
+// needed to find each span's trace.
+type sessState struct {
+	id                                string
+	trace                             TraceID // SessionTraceID(id)
+	rootID                            SpanID  // RootSpanID(id)
+	cwd, branch, version, slug, title string
+	project                           string
+	last                              time.Time
+
+	root       eventBuf
+	turns      map[string]*eventBuf // events of turns not emitted yet
+	turnsDone  map[string]struct{}
+	agents     map[string]*eventBuf // events of subagents not emitted yet
+	agentsDone map[string]struct{}
+	// agentRefs are subagents that spans of this session sit in and whose
+	// own span is not out yet, with the time range of those spans.
+	agentRefs map[string]*timeRange
+
+	// GranularityTurn only.
+	toolScope  map[string]scope  // tool_use id → where the tool span sits
+	agentScope map[string]scope  // agent id → where its span sits
+	pending    map[string][]Span // link key ("t:"+tool id, "a:"+agent id) → spans waiting for it
+	pendingQ   []string          // link keys in the order they started waiting
+	pendingN   int
+}
+
+// scope places a span: in a turn, in a subagent, under a tool call (a
+// subagent's own span), or, all empty, directly under the session.
+type scope struct{ turn, agent, tool string }
+
+type timeRange struct{ start, end time.Time }
+
+func (r *timeRange) add(start, end time.Time) {
+	if !start.IsZero() && (r.start.IsZero() || start.Before(r.start)) {
+		r.start = start
+	}
+	if end.After(r.end) {
+		r.end = end
+	}
+}
+
+// refAgent notes that a span at w sits in a subagent.
+func (s *sessState) refAgent(w *session.Where, start, end time.Time) {
+	if w.AgentID == "" {
+		return
+	}
+	if _, done := s.agentsDone[w.AgentID]; done {
+		return
+	}
+	r := s.agentRefs[w.AgentID]
+	if r == nil {
+		r = &timeRange{}
+		s.agentRefs[w.AgentID] = r
+	}
+	r.add(start, end)
+}
+
+type eventBuf struct {
+	events  []Event
+	dropped int64
+}
+
+func (b *Builder) sess(id string) *sessState {
+	s := b.sessions[id]
+	if s == nil {
+		s = &sessState{
+			id:         id,
+			trace:      SessionTraceID(id),
+			rootID:     RootSpanID(id),
+			turns:      map[string]*eventBuf{},
+			turnsDone:  map[string]struct{}{},
+			agents:     map[string]*eventBuf{},
+			agentsDone: map[string]struct{}{},
+			agentRefs:  map[string]*timeRange{},
+		}
+		if b.cfg.Granularity == GranularityTurn {
+			s.toolScope = map[string]scope{}
+			s.agentScope = map[string]scope{}
+			s.pending = map[string][]Span{}
+		}
+		b.sessions[id] = s
+	}
+	return s
+}
+
+func (s *sessState) touch(t time.Time) {
+	if t.After(s.last) {
+		s.last = t
+	}
+}
+
+// times returns a span's start and end: a missing end is the start, a
+// missing start the end, an end before the start is clamped to it, and a
+// span without any time takes the session's latest.
+func (b *Builder) times(s *sessState, start, end time.Time) (time.Time, time.Time) {
+	switch {
+	case start.IsZero() && end.IsZero():
+		b.stats.Untimed++
+		t := s.last
+		if t.IsZero() {
+			t = time.Unix(0, 0).UTC()
+		}
+		return t, t
+	case start.IsZero():
+		start = end
+	case end.IsZero():
+		end = start
+	case end.Before(start):
+		b.stats.Clamped++
+		end = start
+	}
+	return start, end
+}
+
+// cut returns text cut to the capture cap at a UTF-8 boundary.
+func (b *Builder) cut(text string) string {
+	n := b.cfg.CaptureMaxBytes
+	if len(text) <= n {
+		return text
+	}
+	for n > 0 && !utf8.RuneStart(text[n]) {
+		n--
+	}
+	return text[:n]
+}
+
+// parentOf returns the parent span id and scope of a unit at w: its turn,
+// else its subagent, else the session root.
+func parentOf(w *session.Where) (SpanID, scope) {
+	switch {
+	case w.TurnID != "":
+		return TurnSpanID(w.SessionID, w.TurnID), scope{turn: w.TurnID}
+	case w.AgentID != "":
+		return AgentSpanID(w.SessionID, w.AgentID), scope{agent: w.AgentID}
+	}
+	return RootSpanID(w.SessionID), scope{}
+}
+
+// Session handles the session's first unit (metadata for the turn spans)
+// and its last (the root span).
+func (b *Builder) Session(u *session.Session) {
+	s := b.sess(u.SessionID)
+	s.cwd, s.branch, s.version, s.slug, s.title, s.project = u.Cwd, u.GitBranch, u.Version, u.Slug, u.Title, u.Project
+	s.touch(u.Start)
+	s.touch(u.End)
+	if !u.Ended {
+		return
+	}
+	b.standIns(s)
+	start, end := b.times(s, u.Start, u.End)
+	attrs := make([]Attr, 0, 10)
+	attrs = append(attrs, String(AttrConversationID, s.id))
+	attrs = s.metaAttrs(attrs)
+	if s.title != "" {
+		attrs = append(attrs, String(AttrSessionTitle, s.title))
+	}
+	attrs = append(attrs, Int(AttrSessionTurns, int64(u.Turns)))
+	sp := Span{
+		TraceID: SessionTraceID(s.id),
+		SpanID:  RootSpanID(s.id),
+		Name:    SpanSession,
+		Kind:    KindInternal,
+		Start:   start,
+		End:     end,
+		Attrs:   attrs,
+	}
+	b.takeEvents(&sp, &s.root)
+	b.out(sp)
+	// The session is over: what still waits for its turn will not learn
+	// it. Send it in the session's trace.
+	for len(s.pendingQ) > 0 {
+		key := s.pendingQ[0]
+		s.pendingQ = s.pendingQ[1:]
+		b.unlink(s, key)
+	}
+	delete(b.sessions, s.id)
+}
+
+// standIns emits a span for each subagent that spans of the session sit
+// in but that never came as a Subagent unit of the session, so that no
+// span's parent is missing from the trace. It sits under the root, spans
+// its children's times and is marked claude_code.agent.stand_in.
+func (b *Builder) standIns(s *sessState) {
+	if len(s.agentRefs) == 0 {
+		return
+	}
+	ids := make([]string, 0, len(s.agentRefs))
+	for id := range s.agentRefs {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	for _, id := range ids {
+		r := s.agentRefs[id]
+		b.stats.StandInAgents++
+		b.agentSpan(s, &session.Subagent{
+			Where:     session.Where{SessionID: s.id, AgentID: id, Project: s.project},
+			AgentType: "unknown",
+			Start:     r.start,
+			End:       r.end,
+			Ended:     true,
+		}, true)
+	}
+	clear(s.agentRefs)
+}
+
+// metaAttrs appends the session facts shared by the root and turn spans.
+func (s *sessState) metaAttrs(attrs []Attr) []Attr {
+	attrs = append(attrs, String(AttrSessionID, s.id))
+	if p := s.project; p != "" {
+		attrs = append(attrs, String(AttrProjectPath, p))
+	}
+	if s.branch != "" {
+		attrs = append(attrs, String(AttrGitBranch, s.branch))
+	}
+	if s.version != "" {
+		attrs = append(attrs, String(AttrVersion, s.version))
+	}
+	if s.slug != "" {
+		attrs = append(attrs, String(AttrSlug, s.slug))
+	}
+	return attrs
+}
+
+// Turn emits the span of one human turn.
+func (b *Builder) Turn(u *session.Turn) {
+	s := b.sess(u.SessionID)
+	s.touch(u.End)
+	if _, done := s.turnsDone[u.PromptUUID]; done {
+		return
+	}
+	s.turnsDone[u.PromptUUID] = struct{}{}
+	start, end := b.times(s, u.Start, u.End)
+	attrs := make([]Attr, 0, 14)
+	attrs = append(attrs,
+		String(AttrOperationName, OperationAgent),
+		String(AttrProviderName, ProviderAnthropic),
+		String(AttrAgentName, MainAgentName),
+		String(AttrConversationID, s.id),
+	)
+	attrs = s.metaAttrs(attrs)
+	attrs = append(attrs,
+		String(AttrPromptID, u.PromptUUID),
+		Int(AttrTurnRequests, int64(u.Requests)),
+	)
+	if b.cfg.Capture.Prompts && u.Prompt != "" {
+		attrs = append(attrs, String(AttrPrompt, b.cut(u.Prompt)))
+	}
+	sp := Span{
+		SpanID: TurnSpanID(s.id, u.PromptUUID),
+		Name:   OperationAgent + " " + MainAgentName,
+		Kind:   KindInternal,
+		Start:  start,
+		End:    end,
+		Attrs:  attrs,
+	}
+	if buf := s.turns[u.PromptUUID]; buf != nil {
+		b.takeEvents(&sp, buf)
+		delete(s.turns, u.PromptUUID)
+	}
+	if b.cfg.Granularity == GranularityTurn {
+		// The turn is the root of its own trace, linked to the session.
+		sp.TraceID = TurnTraceID(s.id, u.PromptUUID)
+		sp.Links = []Link{{TraceID: SessionTraceID(s.id), SpanID: RootSpanID(s.id)}}
+		b.out(sp)
+		return
+	}
+	sp.TraceID = SessionTraceID(s.id)
+	sp.ParentSpanID = RootSpanID(s.id)
+	b.out(sp)
+}
+
+// Request emits the chat span of one API request.
+func (b *Builder) Request(u *session.Request) {
+	s := b.sess(u.SessionID)
+	s.touch(u.End)
+	parent, sc := parentOf(&u.Where)
+	start, end := b.times(s, u.Start, u.End)
+	s.refAgent(&u.Where, start, end)
+	name := OperationChat
+	if u.Model != "" {
+		name += " " + u.Model
+	}
+	t := u.Tokens
+	attrs := make([]Attr, 0, 18)
+	attrs = append(attrs,
+		String(AttrOperationName, OperationChat),
+		String(AttrProviderName, ProviderAnthropic),
+		String(AttrConversationID, s.id),
+	)
+	if u.Model != "" {
+		attrs = append(attrs, String(AttrRequestModel, u.Model), String(AttrResponseModel, u.Model))
+	}
+	attrs = append(attrs, String(AttrResponseID, u.MessageID))
+	if u.StopReason != "" {
+		attrs = append(attrs, Strings(AttrResponseFinishReasons, u.StopReason))
+	}
+	attrs = append(attrs,
+		Int(AttrUsageInputTokens, t.InputTotal()),
+		Int(AttrUsageOutputTokens, t.Output),
+		Int(AttrUsageCacheReadTokens, t.CacheRead),
+		Int(AttrUsageCacheWriteTokens, t.CacheWrite5m+t.CacheWrite1h),
+		Int(AttrRawInputTokens, t.Input),
+		Int(AttrCacheWrite5mTokens, t.CacheWrite5m),
+		Int(AttrCacheWrite1hTokens, t.CacheWrite1h),
+	)
+	if u.RequestID != "" {
+		attrs = append(attrs, String(AttrRequestID, u.RequestID))
+	}
+	if u.AgentID != "" {
+		attrs = append(attrs, String(AttrAgentID, u.AgentID))
+	}
+	if b.cfg.Capture.Responses && u.Text != "" {
+		attrs = append(attrs, String(AttrResponse, b.cut(u.Text)))
+	}
+	if b.cfg.Capture.Thinking && u.Thinking != "" {
+		attrs = append(attrs, String(AttrThinking, b.cut(u.Thinking)))
+	}
+	sp := Span{
+		SpanID:       RequestSpanID(s.id, u.MessageID),
+		ParentSpanID: parent,
+		Name:         name,
+		Kind:         KindClient,
+		Start:        start,
+		End:          end,
+		Attrs:        attrs,
+	}
+	if u.Interrupted {
+		sp.Attrs = append(sp.Attrs, Bool(AttrRequestInterrupted, true))
+		sp.Events = []Event{{Name: EventInterrupted, Time: end}}
+	}
+	if s.toolScope != nil {
+		for _, id := range u.ToolUseIDs {
+			b.learnTool(s, id, sc)
+		}
+	}
+	b.send(s, sc, sp)
+}
+
+// RequestUpdate is ignored: see Builder.
+func (b *Builder) RequestUpdate(*session.RequestUpdate) {}
+
+// ToolCall emits the execute_tool span of one tool call, under the chat
+// span of the request that issued it.
+func (b *Builder) ToolCall(u *session.ToolCall) {
+	s := b.sess(u.SessionID)
+	s.touch(u.End)
+	_, sc := parentOf(&u.Where)
+	start, end := b.times(s, u.Start, u.End)
+	s.refAgent(&u.Where, start, end)
+	attrs := make([]Attr, 0, 12)
+	attrs = append(attrs,
+		String(AttrOperationName, OperationTool),
+		String(AttrConversationID, s.id),
+		String(AttrToolName, u.Name),
+		String(AttrToolCallID, u.ToolUseID),
+		String(AttrToolType, ToolTypeFunction),
+		String(AttrToolOutcome, string(u.Outcome)),
+	)
+	if u.SubagentType != "" {
+		attrs = append(attrs, String(AttrToolSubagentType, u.SubagentType))
+	}
+	if u.AgentID != "" {
+		attrs = append(attrs, String(AttrAgentID, u.AgentID))
+	}
+	if b.cfg.Capture.Tools {
+		if u.Input != "" {
+			attrs = append(attrs, String(AttrToolInput, b.cut(u.Input)))
+		}
+		if u.Output != "" {
+			attrs = append(attrs, String(AttrToolOutput, b.cut(u.Output)))
+		}
+	}
+	sp := Span{
+		SpanID:       ToolSpanID(s.id, u.ToolUseID),
+		ParentSpanID: RequestSpanID(s.id, u.MessageID),
+		Name:         OperationTool + " " + u.Name,
+		Kind:         KindInternal,
+		Start:        start,
+		End:          end,
+		Attrs:        attrs,
+	}
+	if u.Outcome == session.OutcomeError {
+		sp.Status = StatusError
+		sp.StatusMessage = "tool_result is_error"
+		sp.Attrs = append(sp.Attrs, String(AttrErrorType, ErrorTypeToolError))
+	}
+	if s.toolScope != nil {
+		b.learnTool(s, u.ToolUseID, sc)
+	}
+	b.send(s, sc, sp)
+}
+
+// Subagent emits the invoke_agent span of a subagent run, under the tool
+// call that launched it (or the session root when that is unknown).
+func (b *Builder) Subagent(u *session.Subagent) {
+	s := b.sess(u.SessionID)
+	s.touch(u.End)
+	if !u.Ended {
+		return
+	}
+	b.agentSpan(s, u, false)
+}
+
+func (b *Builder) agentSpan(s *sessState, u *session.Subagent, standIn bool) {
+	if _, done := s.agentsDone[u.AgentID]; done {
+		return
+	}
+	s.agentsDone[u.AgentID] = struct{}{}
+	start, end := b.times(s, u.Start, u.End)
+	// Spans of the subagent already out (its requests settled before the
+	// tool call that launched it returned, or its file was read first)
+	// widen its span: it covers what it did.
+	if r := s.agentRefs[u.AgentID]; r != nil {
+		if !r.start.IsZero() && r.start.Before(start) {
+			start = r.start
+		}
+		if r.end.After(end) {
+			end = r.end
+		}
+		delete(s.agentRefs, u.AgentID)
+	}
+	parent, sc := RootSpanID(s.id), scope{}
+	if u.ToolUseID != "" {
+		parent, sc = ToolSpanID(s.id, u.ToolUseID), scope{tool: u.ToolUseID}
+	}
+	attrs := make([]Attr, 0, 8)
+	attrs = append(attrs,
+		String(AttrOperationName, OperationAgent),
+		String(AttrProviderName, ProviderAnthropic),
+		String(AttrConversationID, s.id),
+		String(AttrAgentID, u.AgentID),
+		String(AttrAgentName, u.AgentType),
+	)
+	if u.Description != "" {
+		attrs = append(attrs, String(AttrAgentDescription, u.Description))
+	}
+	if u.Warmup {
+		attrs = append(attrs, Bool(AttrAgentWarmup, true))
+	}
+	if standIn {
+		attrs = append(attrs, Bool(AttrAgentStandIn, true))
+	}
+	sp := Span{
+		SpanID:       AgentSpanID(s.id, u.AgentID),
+		ParentSpanID: parent,
+		Name:         OperationAgent + " " + u.AgentType,
+		Kind:         KindInternal,
+		Start:        start,
+		End:          end,
+		Attrs:        attrs,
+	}
+	if buf := s.agents[u.AgentID]; buf != nil {
+		b.takeEvents(&sp, buf)
+		delete(s.agents, u.AgentID)
+	}
+	if s.agentScope != nil {
+		s.agentScope[u.AgentID] = sc
+		b.release(s, "a:"+u.AgentID)
+	}
+	b.send(s, sc, sp)
+}
+
+// Compaction emits a zero-length compaction span at the boundary, under
+// its turn, subagent or the root.
+func (b *Builder) Compaction(u *session.Compaction) {
+	s := b.sess(u.SessionID)
+	s.touch(u.Time)
+	parent, sc := parentOf(&u.Where)
+	start, end := b.times(s, u.Time, u.Time)
+	s.refAgent(&u.Where, start, end)
+	id := u.UUID
+	if id == "" {
+		id = "@" + u.Time.UTC().Format(time.RFC3339Nano)
+	}
+	sp := Span{
+		SpanID:       CompactionSpanID(s.id, id),
+		ParentSpanID: parent,
+		Name:         SpanCompaction,
+		Kind:         KindInternal,
+		Start:        start,
+		End:          end,
+		Attrs: []Attr{
+			String(AttrConversationID, s.id),
+			String(AttrCompactionTrigger, u.Trigger),
+			Int(AttrCompactionPreTokens, u.PreTokens),
+		},
+	}
+	b.send(s, sc, sp)
+}
+
+// APIError becomes an event on the span of its turn, else of its
+// subagent, else of the session; it is buffered until that span is
+// emitted. When that span is already out, the event goes to the session
+// span (and is lost if that is out too).
+func (b *Builder) APIError(u *session.APIError) {
+	s := b.sess(u.SessionID)
+	s.touch(u.Time)
+	t := u.Time
+	if t.IsZero() {
+		t = s.last
+	}
+	ev := Event{Name: EventAPIError, Time: t, Attrs: []Attr{String(AttrAPIErrorKind, u.Kind)}}
+	if u.Status != 0 {
+		ev.Attrs = append(ev.Attrs, Int(AttrHTTPStatusCode, u.Status))
+	}
+	if b.cfg.Capture.Responses && u.Text != "" {
+		ev.Attrs = append(ev.Attrs, String(AttrErrorText, b.cut(u.Text)))
+	}
+	moved := false
+	switch {
+	case u.TurnID != "":
+		if _, done := s.turnsDone[u.TurnID]; !done {
+			b.addEvent(bufOf(s.turns, u.TurnID), ev)
+			return
+		}
+		moved = true
+		ev.Attrs = append(ev.Attrs, String(AttrPromptID, u.TurnID))
+	case u.AgentID != "":
+		if _, done := s.agentsDone[u.AgentID]; !done {
+			b.addEvent(bufOf(s.agents, u.AgentID), ev)
+			return
+		}
+		moved = true
+		ev.Attrs = append(ev.Attrs, String(AttrAgentID, u.AgentID))
+	}
+	if moved {
+		b.stats.EventsMoved++
+	}
+	b.addEvent(&s.root, ev)
+}
+
+func bufOf(m map[string]*eventBuf, k string) *eventBuf {
+	buf := m[k]
+	if buf == nil {
+		buf = &eventBuf{}
+		m[k] = buf
+	}
+	return buf
+}
+
+func (b *Builder) addEvent(buf *eventBuf, ev Event) {
+	if len(buf.events) >= b.cfg.MaxEvents {
+		buf.dropped++
+		b.stats.EventsDropped++
+		return
+	}
+	buf.events = append(buf.events, ev)
+}
+
+// takeEvents moves the buffered events onto sp and stretches its end to
+// the last of them: an API error or limit notice is a record of the turn
+// (or subagent) too.
+func (b *Builder) takeEvents(sp *Span, buf *eventBuf) {
+	for _, e := range buf.events {
+		if e.Time.After(sp.End) {
+			sp.End = e.Time
+		}
+	}
+	sp.Events = append(sp.Events, buf.events...)
+	if buf.dropped > 0 {
+		sp.Attrs = append(sp.Attrs, Int(AttrEventsDropped, buf.dropped))
+	}
+	buf.events, buf.dropped = nil, 0
+}
+
+// out emits a span whose trace id is set.
+func (b *Builder) out(sp Span) {
+	b.stats.Spans++
+	b.emit(sp)
+}
+
+// send sets the trace id of a span placed at sc and emits it, or, under
+// GranularityTurn when the turn of sc is not known yet, holds it back.
+func (b *Builder) send(s *sessState, sc scope, sp Span) {
+	if b.cfg.Granularity != GranularityTurn {
+		sp.TraceID = s.trace
+		b.out(sp)
+		return
+	}
+	tr, missing := s.resolve(sc)
+	if missing == "" {
+		sp.TraceID = tr
+		b.out(sp)
+		return
+	}
+	if _, ok := s.pending[missing]; !ok {
+		s.pendingQ = append(s.pendingQ, missing)
+	}
+	s.pending[missing] = append(s.pending[missing], sp)
+	s.pendingN++
+	b.held++
+	for s.pendingN > b.cfg.MaxPending && len(s.pendingQ) > 0 {
+		key := s.pendingQ[0]
+		s.pendingQ = s.pendingQ[1:]
+		b.unlink(s, key)
+	}
+}
+
+// maxDepth bounds the walk up the scope chain (subagents of subagents);
+// it also breaks cycles a corrupt transcript could create.
+const maxDepth = 32
+
+// resolve returns the trace of a span placed at sc, or the link key that
+// is not known yet.
+func (s *sessState) resolve(sc scope) (TraceID, string) {
+	for range maxDepth {
+		switch {
+		case sc.turn != "":
+			return TurnTraceID(s.id, sc.turn), ""
+		case sc.agent != "":
+			next, ok := s.agentScope[sc.agent]
+			if !ok {
+				return TraceID{}, "a:" + sc.agent
+			}
+			sc = next
+		case sc.tool != "":
+			next, ok := s.toolScope[sc.tool]
+			if !ok {
+				return TraceID{}, "t:" + sc.tool
+			}
+			sc = next
+		default:
+			return SessionTraceID(s.id), ""
+		}
+	}
+	return SessionTraceID(s.id), ""
+}
+
+func (b *Builder) learnTool(s *sessState, toolUseID string, sc scope) {
+	if toolUseID == "" {
+		return
+	}
+	if _, ok := s.toolScope[toolUseID]; ok {
+		return
+	}
+	s.toolScope[toolUseID] = sc
+	b.release(s, "t:"+toolUseID)
+}
+
+// release sends again the spans waiting for key, now known.
+func (b *Builder) release(s *sessState, key string) {
+	waiting, ok := s.pending[key]
+	if !ok {
+		return
+	}
+	delete(s.pending, key)
+	s.pendingN -= len(waiting)
+	b.held -= len(waiting)
+	for i, k := range s.pendingQ {
+		if k == key {
+			s.pendingQ = append(s.pendingQ[:i], s.pendingQ[i+1:]...)
+			break
+		}
+	}
+	for _, sp := range waiting {
+		sc := scope{}
+		// The span waited at key; resolve from there.
+		if key[0] == 'a' {
+			sc.agent = key[2:]
+		} else {
+			sc.tool = key[2:]
+		}
+		b.send(s, sc, sp)
+	}
+}
+
+// unlink sends the spans waiting for key in the session's trace.
+func (b *Builder) unlink(s *sessState, key string) {
+	waiting := s.pending[key]
+	delete(s.pending, key)
+	s.pendingN -= len(waiting)
+	b.held -= len(waiting)
+	for _, sp := range waiting {
+		sp.TraceID = SessionTraceID(s.id)
+		b.stats.Unlinked++
+		b.out(sp)
+	}
+}

@@ -1,0 +1,638 @@
+package spans_test
+
+import (
+	"crypto/sha256"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/claude-transcript-exporter/claude-transcript-exporter/mapping/session"
+	"github.com/claude-transcript-exporter/claude-transcript-exporter/mapping/spans"
+)
+
+const sid = "s-1"
+
+var t0 = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+
+func at(sec int) time.Time { return t0.Add(time.Duration(sec) * time.Second) }
+
+func main() session.Where           { return session.Where{SessionID: sid, Project: "/p"} }
+func inTurn(t string) session.Where { w := main(); w.TurnID = t; return w }
+func inAgent(a string) session.Where {
+	w := main()
+	w.AgentID = a
+	return w
+}
+
+// Unit builders for the tests.
+func sessStart() *session.Session {
+	return &session.Session{Where: main(), Cwd: "/p", GitBranch: "main", Version: "2.1.0", Slug: "slug", Start: at(0)}
+}
+func sessEnd(end int) *session.Session {
+	s := sessStart()
+	s.End, s.Ended, s.Turns, s.Title = at(end), true, 1, "title"
+	return s
+}
+func turn(id string, start, end int) *session.Turn {
+	return &session.Turn{Where: inTurn(id), PromptUUID: id, Start: at(start), End: at(end), Prompt: "hello", Requests: 1}
+}
+func req(w session.Where, msg string, start, end int, tools ...string) *session.Request {
+	return &session.Request{Where: w, MessageID: msg, RequestID: "req_" + msg, Model: "claude-x", StopReason: "tool_use",
+		Tokens: session.Tokens{Input: 3, Output: 50, CacheRead: 100, CacheWrite5m: 20, CacheWrite1h: 7},
+		Start:  at(start), End: at(end), ToolUseIDs: tools, Text: "answer", Thinking: "hmm"}
+}
+func tool(w session.Where, id, msg, name string, start, end int, out session.Outcome) *session.ToolCall {
+	return &session.ToolCall{Where: w, ToolUseID: id, Name: name, MessageID: msg, Outcome: out,
+		Start: at(start), End: at(end), HasDuration: true, Input: `{"x":1}`, Output: "result"}
+}
+func agent(id, toolID string, start, end int) *session.Subagent {
+	return &session.Subagent{Where: inAgent(id), AgentType: "Explore", Description: "look", ToolUseID: toolID,
+		Start: at(start), End: at(end), Ended: true}
+}
+
+// collect runs feed against a builder and returns its spans by name
+// (first span of each name) and all of them.
+type result struct {
+	all   []spans.Span
+	stats spans.Stats
+}
+
+func (r result) byID(id spans.SpanID) *spans.Span {
+	for i := range r.all {
+		if r.all[i].SpanID == id {
+			return &r.all[i]
+		}
+	}
+	return nil
+}
+
+func run(cfg spans.Config, feed func(b *spans.Builder)) result {
+	var r result
+	b := spans.NewBuilder(cfg, func(s spans.Span) { r.all = append(r.all, s) })
+	feed(b)
+	r.stats = b.Stats()
+	return r
+}
+
+func attr(t *testing.T, s *spans.Span, k string) any {
+	t.Helper()
+	v, ok := s.Attr(k)
+	if !ok {
+		return nil
+	}
+	return v.Any()
+}
+
+func TestTreeAndIDs(t *testing.T) {
+	// Units in the order a one-shot run gives them: tools and subagents
+	// while reading, requests at the final flush, then turn and session.
+	r := run(spans.Config{}, func(b *spans.Builder) {
+		b.Session(sessStart())
+		b.ToolCall(tool(inTurn("p1"), "tu1", "m1", "Task", 2, 9, session.OutcomeOK))
+		b.Subagent(agent("a1", "tu1", 2, 9))
+		b.ToolCall(tool(inAgent("a1"), "tu2", "m2", "Read", 4, 5, session.OutcomeError))
+		b.Request(req(inTurn("p1"), "m1", 1, 2, "tu1"))
+		b.Request(req(inAgent("a1"), "m2", 3, 4, "tu2"))
+		b.Compaction(&session.Compaction{Where: inTurn("p1"), UUID: "c1", Trigger: "auto", PreTokens: 1000, Time: at(10)})
+		b.Turn(turn("p1", 1, 11))
+		b.Session(sessEnd(12))
+	})
+	trace := spans.SessionTraceID(sid)
+	want := []struct {
+		id     spans.SpanID
+		parent spans.SpanID
+		name   string
+		kind   spans.Kind
+	}{
+		{spans.RootSpanID(sid), spans.SpanID{}, "session", spans.KindInternal},
+		{spans.TurnSpanID(sid, "p1"), spans.RootSpanID(sid), "invoke_agent claude-code", spans.KindInternal},
+		{spans.RequestSpanID(sid, "m1"), spans.TurnSpanID(sid, "p1"), "chat claude-x", spans.KindClient},
+		{spans.ToolSpanID(sid, "tu1"), spans.RequestSpanID(sid, "m1"), "execute_tool Task", spans.KindInternal},
+		{spans.AgentSpanID(sid, "a1"), spans.ToolSpanID(sid, "tu1"), "invoke_agent Explore", spans.KindInternal},
+		{spans.RequestSpanID(sid, "m2"), spans.AgentSpanID(sid, "a1"), "chat claude-x", spans.KindClient},
+		{spans.ToolSpanID(sid, "tu2"), spans.RequestSpanID(sid, "m2"), "execute_tool Read", spans.KindInternal},
+		{spans.CompactionSpanID(sid, "c1"), spans.TurnSpanID(sid, "p1"), "compaction", spans.KindInternal},
+	}
+	if len(r.all) != len(want) {
+		t.Fatalf("%d spans, want %d", len(r.all), len(want))
+	}
+	for _, w := range want {
+		s := r.byID(w.id)
+		if s == nil {
+			t.Errorf("no span %s (%s)", w.id, w.name)
+			continue
+		}
+		if s.TraceID != trace || s.ParentSpanID != w.parent || s.Name != w.name || s.Kind != w.kind {
+			t.Errorf("%s: trace %s parent %s kind %s, want %s %s %s", s.Name, s.TraceID, s.ParentSpanID, s.Kind, trace, w.parent, w.kind)
+		}
+		if attr(t, s, spans.AttrConversationID) != sid {
+			t.Errorf("%s: no conversation id", s.Name)
+		}
+	}
+}
+
+func TestIDScheme(t *testing.T) {
+	sum := sha256.Sum256([]byte("trace\x00" + sid))
+	if got := spans.SessionTraceID(sid); string(got[:]) != string(sum[:16]) {
+		t.Errorf("trace id %s, want first 16 bytes of sha256(trace\\0+session)", got)
+	}
+	sum = sha256.Sum256([]byte("trace\x00" + sid + "\x00p1"))
+	if got := spans.TurnTraceID(sid, "p1"); string(got[:]) != string(sum[:16]) {
+		t.Errorf("turn trace id %s", got)
+	}
+	sum = sha256.Sum256([]byte(sid + "\x00request\x00m1"))
+	if got := spans.RequestSpanID(sid, "m1"); string(got[:]) != string(sum[:8]) {
+		t.Errorf("span id %s, want first 8 bytes of sha256(session\\0kind\\0id)", got)
+	}
+	ids := map[spans.SpanID]string{}
+	for _, k := range []spans.SpanID{spans.RootSpanID(sid), spans.TurnSpanID(sid, "x"), spans.RequestSpanID(sid, "x"),
+		spans.ToolSpanID(sid, "x"), spans.AgentSpanID(sid, "x"), spans.CompactionSpanID(sid, "x"), spans.RequestSpanID("s-2", "x")} {
+		if k.IsZero() {
+			t.Error("zero span id")
+		}
+		if _, dup := ids[k]; dup {
+			t.Errorf("kinds share span id %s", k)
+		}
+		ids[k] = ""
+	}
+}
+
+func TestSameUnitsSameIDs(t *testing.T) {
+	feed := func(b *spans.Builder) {
+		b.Request(req(inTurn("p1"), "m1", 1, 2, "tu1"))
+		b.ToolCall(tool(inTurn("p1"), "tu1", "m1", "Bash", 2, 3, session.OutcomeOK))
+		b.Turn(turn("p1", 1, 3))
+		b.Session(sessEnd(3))
+	}
+	a, b := run(spans.Config{}, feed), run(spans.Config{}, feed)
+	for i := range a.all {
+		if a.all[i].TraceID != b.all[i].TraceID || a.all[i].SpanID != b.all[i].SpanID || a.all[i].ParentSpanID != b.all[i].ParentSpanID {
+			t.Errorf("span %d differs between runs", i)
+		}
+	}
+}
+
+func TestAttributes(t *testing.T) {
+	tests := []struct {
+		name  string
+		feed  func(b *spans.Builder)
+		span  spans.SpanID
+		want  map[string]any
+		unset []string
+	}{
+		{
+			name: "chat span counts",
+			feed: func(b *spans.Builder) { b.Request(req(inTurn("p1"), "m1", 1, 2)) },
+			span: spans.RequestSpanID(sid, "m1"),
+			want: map[string]any{
+				spans.AttrOperationName: "chat", spans.AttrProviderName: "anthropic",
+				spans.AttrRequestModel: "claude-x", spans.AttrResponseModel: "claude-x", spans.AttrResponseID: "m1",
+				spans.AttrResponseFinishReasons: []string{"tool_use"},
+				spans.AttrUsageInputTokens:      int64(3 + 100 + 20 + 7), spans.AttrUsageOutputTokens: int64(50),
+				spans.AttrUsageCacheReadTokens: int64(100), spans.AttrUsageCacheWriteTokens: int64(27),
+				spans.AttrRawInputTokens: int64(3), spans.AttrCacheWrite5mTokens: int64(20), spans.AttrCacheWrite1hTokens: int64(7),
+				spans.AttrRequestID: "req_m1",
+			},
+			unset: []string{spans.AttrResponse, spans.AttrThinking, spans.AttrRequestInterrupted, spans.AttrAgentID},
+		},
+		{
+			name: "unknown stop reason has no finish_reasons",
+			feed: func(b *spans.Builder) {
+				r := req(inTurn("p1"), "m1", 1, 2)
+				r.StopReason, r.RequestID = "", ""
+				b.Request(r)
+			},
+			span:  spans.RequestSpanID(sid, "m1"),
+			unset: []string{spans.AttrResponseFinishReasons, spans.AttrRequestID},
+		},
+		{
+			name: "tool error",
+			feed: func(b *spans.Builder) {
+				b.ToolCall(tool(inTurn("p1"), "tu1", "m1", "Bash", 1, 2, session.OutcomeError))
+			},
+			span: spans.ToolSpanID(sid, "tu1"),
+			want: map[string]any{
+				spans.AttrOperationName: "execute_tool", spans.AttrToolName: "Bash", spans.AttrToolCallID: "tu1",
+				spans.AttrToolType: "function", spans.AttrToolOutcome: "error", spans.AttrErrorType: "tool_error",
+			},
+			unset: []string{spans.AttrToolInput, spans.AttrToolOutput},
+		},
+		{
+			name: "unanswered tool",
+			feed: func(b *spans.Builder) {
+				c := tool(inTurn("p1"), "tu1", "m1", "Bash", 1, 0, session.OutcomeUnanswered)
+				c.End, c.HasDuration = time.Time{}, false
+				b.ToolCall(c)
+			},
+			span:  spans.ToolSpanID(sid, "tu1"),
+			want:  map[string]any{spans.AttrToolOutcome: "unanswered"},
+			unset: []string{spans.AttrErrorType},
+		},
+		{
+			name: "turn carries the session facts",
+			feed: func(b *spans.Builder) { b.Session(sessStart()); b.Turn(turn("p1", 1, 2)) },
+			span: spans.TurnSpanID(sid, "p1"),
+			want: map[string]any{
+				spans.AttrOperationName: "invoke_agent", spans.AttrAgentName: "claude-code",
+				spans.AttrSessionID: sid, spans.AttrProjectPath: "/p", spans.AttrGitBranch: "main",
+				spans.AttrVersion: "2.1.0", spans.AttrSlug: "slug", spans.AttrPromptID: "p1", spans.AttrTurnRequests: int64(1),
+			},
+			unset: []string{spans.AttrPrompt},
+		},
+		{
+			name: "root",
+			feed: func(b *spans.Builder) { b.Session(sessStart()); b.Session(sessEnd(9)) },
+			span: spans.RootSpanID(sid),
+			want: map[string]any{spans.AttrSessionID: sid, spans.AttrSessionTitle: "title", spans.AttrSessionTurns: int64(1),
+				spans.AttrGitBranch: "main", spans.AttrVersion: "2.1.0", spans.AttrSlug: "slug", spans.AttrProjectPath: "/p"},
+		},
+		{
+			name: "warmup subagent",
+			feed: func(b *spans.Builder) {
+				a := agent("a1", "", 1, 2)
+				a.Warmup, a.AgentType, a.Description = true, "unknown", ""
+				b.Subagent(a)
+			},
+			span:  spans.AgentSpanID(sid, "a1"),
+			want:  map[string]any{spans.AttrAgentWarmup: true, spans.AttrAgentID: "a1", spans.AttrAgentName: "unknown"},
+			unset: []string{spans.AttrAgentDescription},
+		},
+		{
+			name: "subagent",
+			feed: func(b *spans.Builder) { b.Subagent(agent("a1", "tu1", 1, 2)) },
+			span: spans.AgentSpanID(sid, "a1"),
+			want: map[string]any{spans.AttrOperationName: "invoke_agent", spans.AttrAgentID: "a1",
+				spans.AttrAgentName: "Explore", spans.AttrAgentDescription: "look"},
+			unset: []string{spans.AttrAgentWarmup, spans.AttrAgentStandIn},
+		},
+		{
+			name: "interrupted request",
+			feed: func(b *spans.Builder) {
+				r := req(inTurn("p1"), "m1", 1, 2)
+				r.Interrupted = true
+				b.Request(r)
+			},
+			span: spans.RequestSpanID(sid, "m1"),
+			want: map[string]any{spans.AttrRequestInterrupted: true},
+		},
+		{
+			name: "compaction",
+			feed: func(b *spans.Builder) {
+				b.Compaction(&session.Compaction{Where: inAgent("a1"), UUID: "c1", Trigger: "manual", PreTokens: 42, Time: at(3)})
+			},
+			span: spans.CompactionSpanID(sid, "c1"),
+			want: map[string]any{spans.AttrCompactionTrigger: "manual", spans.AttrCompactionPreTokens: int64(42)},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			r := run(spans.Config{}, tc.feed)
+			s := r.byID(tc.span)
+			if s == nil {
+				t.Fatalf("no span %s among %d", tc.span, len(r.all))
+			}
+			for k, v := range tc.want {
+				got := attr(t, s, k)
+				if gs, ok := got.([]string); ok {
+					if ws, ok := v.([]string); !ok || strings.Join(gs, ",") != strings.Join(ws, ",") {
+						t.Errorf("%s = %v, want %v", k, got, v)
+					}
+					continue
+				}
+				if got != v {
+					t.Errorf("%s = %#v, want %#v", k, got, v)
+				}
+			}
+			for _, k := range tc.unset {
+				if _, ok := s.Attr(k); ok {
+					t.Errorf("%s set, want unset", k)
+				}
+			}
+		})
+	}
+}
+
+func TestStatusAndEvents(t *testing.T) {
+	r := run(spans.Config{}, func(b *spans.Builder) {
+		b.ToolCall(tool(inTurn("p1"), "tu1", "m1", "Bash", 1, 2, session.OutcomeError))
+		rq := req(inTurn("p1"), "m1", 1, 2)
+		rq.Interrupted = true
+		b.Request(rq)
+	})
+	if s := r.byID(spans.ToolSpanID(sid, "tu1")); s.Status != spans.StatusError || s.StatusMessage == "" {
+		t.Errorf("tool error: status %s %q", s.Status, s.StatusMessage)
+	}
+	s := r.byID(spans.RequestSpanID(sid, "m1"))
+	if s.Status != spans.StatusUnset || len(s.Events) != 1 || s.Events[0].Name != spans.EventInterrupted || !s.Events[0].Time.Equal(at(2)) {
+		t.Errorf("interrupted request: status %s events %+v", s.Status, s.Events)
+	}
+}
+
+func TestAPIErrorEvents(t *testing.T) {
+	apiErr := func(w session.Where, kind string, sec int) *session.APIError {
+		return &session.APIError{Where: w, Kind: kind, Status: 429, Time: at(sec), Text: "You've hit your limit"}
+	}
+	tests := []struct {
+		name       string
+		feed       func(b *spans.Builder)
+		on         spans.SpanID
+		kinds      []string
+		moved, end int
+	}{
+		{
+			name: "on the open turn, stretching its end",
+			feed: func(b *spans.Builder) {
+				b.APIError(apiErr(inTurn("p1"), "rate_limit", 5))
+				b.Turn(turn("p1", 1, 3))
+			},
+			on: spans.TurnSpanID(sid, "p1"), kinds: []string{"rate_limit"}, end: 5,
+		},
+		{
+			name: "on the subagent",
+			feed: func(b *spans.Builder) {
+				b.APIError(apiErr(inAgent("a1"), "retry", 2))
+				b.Subagent(agent("a1", "tu1", 1, 3))
+			},
+			on: spans.AgentSpanID(sid, "a1"), kinds: []string{"retry"}, end: 3,
+		},
+		{
+			name: "outside any turn: on the root",
+			feed: func(b *spans.Builder) {
+				b.APIError(apiErr(main(), "api_error", 1))
+				b.Session(sessEnd(4))
+			},
+			on: spans.RootSpanID(sid), kinds: []string{"api_error"}, end: 4,
+		},
+		{
+			name: "after its turn went out: moved to the root",
+			feed: func(b *spans.Builder) {
+				b.Turn(turn("p1", 1, 3))
+				b.APIError(apiErr(inTurn("p1"), "no_response", 3))
+				b.Subagent(agent("a1", "tu1", 1, 3))
+				b.APIError(apiErr(inAgent("a1"), "retry", 3))
+				b.Session(sessEnd(4))
+			},
+			on: spans.RootSpanID(sid), kinds: []string{"no_response", "retry"}, moved: 2, end: 4,
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			r := run(spans.Config{}, tc.feed)
+			s := r.byID(tc.on)
+			if s == nil {
+				t.Fatal("span missing")
+			}
+			var kinds []string
+			for _, e := range s.Events {
+				if e.Name != spans.EventAPIError {
+					t.Errorf("event %q", e.Name)
+				}
+				kinds = append(kinds, e.Attrs[0].Value.Str)
+				if st, _ := (&spans.Span{Attrs: e.Attrs}).Attr(spans.AttrHTTPStatusCode); st.Int != 429 {
+					t.Errorf("status %d", st.Int)
+				}
+				if _, ok := (&spans.Span{Attrs: e.Attrs}).Attr(spans.AttrErrorText); ok {
+					t.Error("error text without capture")
+				}
+			}
+			if strings.Join(kinds, ",") != strings.Join(tc.kinds, ",") {
+				t.Errorf("events %v, want %v", kinds, tc.kinds)
+			}
+			if int(r.stats.EventsMoved) != tc.moved {
+				t.Errorf("moved %d, want %d", r.stats.EventsMoved, tc.moved)
+			}
+			if !s.End.Equal(at(tc.end)) {
+				t.Errorf("end %v, want %v", s.End, at(tc.end))
+			}
+		})
+	}
+}
+
+func TestEventCapAndLoss(t *testing.T) {
+	r := run(spans.Config{MaxEvents: 2}, func(b *spans.Builder) {
+		for i := range 5 {
+			b.APIError(&session.APIError{Where: inTurn("p1"), Kind: "retry", Time: at(i)})
+		}
+		b.Turn(turn("p1", 0, 5))
+		b.Session(sessEnd(6))
+		b.APIError(&session.APIError{Where: main(), Kind: "retry", Time: at(7)})
+	})
+	s := r.byID(spans.TurnSpanID(sid, "p1"))
+	if len(s.Events) != 2 || attr(t, s, spans.AttrEventsDropped) != int64(3) {
+		t.Errorf("%d events, dropped %v; want 2 and 3", len(s.Events), attr(t, s, spans.AttrEventsDropped))
+	}
+	if r.stats.EventsDropped != 3 {
+		t.Errorf("stats dropped %d", r.stats.EventsDropped)
+	}
+	// The last error came after the session ended: its state was freed,
+	// and the event waits for a root that a new Session unit would emit.
+	if r.stats.EventsLost != 0 {
+		t.Errorf("lost %d", r.stats.EventsLost)
+	}
+}
+
+func TestTimes(t *testing.T) {
+	tests := []struct {
+		name             string
+		unit             func(b *spans.Builder)
+		id               spans.SpanID
+		start, end       time.Time
+		clamped, untimed int64
+	}{
+		{"end before start is clamped", func(b *spans.Builder) { b.Request(req(inTurn("p1"), "m1", 5, 3)) },
+			spans.RequestSpanID(sid, "m1"), at(5), at(5), 1, 0},
+		{"missing end is the start", func(b *spans.Builder) {
+			c := tool(inTurn("p1"), "tu1", "m1", "Bash", 4, 0, session.OutcomeUnanswered)
+			c.End = time.Time{}
+			b.ToolCall(c)
+		}, spans.ToolSpanID(sid, "tu1"), at(4), at(4), 0, 0},
+		{"missing start is the end", func(b *spans.Builder) {
+			a := agent("a1", "", 0, 6)
+			a.Start = time.Time{}
+			b.Subagent(a)
+		}, spans.AgentSpanID(sid, "a1"), at(6), at(6), 0, 0},
+		{"no time at all takes the session's latest", func(b *spans.Builder) {
+			b.Turn(turn("p0", 1, 8))
+			r := req(inTurn("p1"), "m1", 0, 0)
+			r.Start, r.End = time.Time{}, time.Time{}
+			b.Request(r)
+		}, spans.RequestSpanID(sid, "m1"), at(8), at(8), 0, 1},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			r := run(spans.Config{}, tc.unit)
+			s := r.byID(tc.id)
+			if !s.Start.Equal(tc.start) || !s.End.Equal(tc.end) {
+				t.Errorf("times %v..%v, want %v..%v", s.Start, s.End, tc.start, tc.end)
+			}
+			if r.stats.Clamped != tc.clamped || r.stats.Untimed != tc.untimed {
+				t.Errorf("stats %+v", r.stats)
+			}
+		})
+	}
+}
+
+func TestCapture(t *testing.T) {
+	feed := func(b *spans.Builder) {
+		tu := turn("p1", 1, 2)
+		tu.Prompt = "héllo wörld, a long prompt"
+		b.Turn(tu)
+		b.Request(req(inTurn("p1"), "m1", 1, 2))
+		b.ToolCall(tool(inTurn("p1"), "tu1", "m1", "Bash", 1, 2, session.OutcomeOK))
+		b.APIError(&session.APIError{Where: main(), Kind: "rate_limit", Time: at(1), Text: "limit"})
+		b.Session(sessEnd(3))
+	}
+	off := run(spans.Config{}, feed)
+	for _, s := range off.all {
+		for _, a := range s.Attrs {
+			switch a.Key {
+			case spans.AttrPrompt, spans.AttrResponse, spans.AttrThinking, spans.AttrToolInput, spans.AttrToolOutput:
+				t.Errorf("capture off: %s on %s", a.Key, s.Name)
+			}
+		}
+	}
+	on := run(spans.Config{Capture: spans.Capture{Prompts: true, Responses: true, Tools: true, Thinking: true}, CaptureMaxBytes: 2}, feed)
+	if v := attr(t, on.byID(spans.TurnSpanID(sid, "p1")), spans.AttrPrompt); v != "h" {
+		t.Errorf("prompt cut at a rune boundary: %q, want %q", v, "h")
+	}
+	rq := on.byID(spans.RequestSpanID(sid, "m1"))
+	if attr(t, rq, spans.AttrResponse) != "an" || attr(t, rq, spans.AttrThinking) != "hm" {
+		t.Errorf("response %v thinking %v", attr(t, rq, spans.AttrResponse), attr(t, rq, spans.AttrThinking))
+	}
+	tl := on.byID(spans.ToolSpanID(sid, "tu1"))
+	if attr(t, tl, spans.AttrToolInput) != `{"` || attr(t, tl, spans.AttrToolOutput) != "re" {
+		t.Errorf("tool input %v output %v", attr(t, tl, spans.AttrToolInput), attr(t, tl, spans.AttrToolOutput))
+	}
+	root := on.byID(spans.RootSpanID(sid))
+	if v, _ := (&spans.Span{Attrs: root.Events[0].Attrs}).Attr(spans.AttrErrorText); v.Str != "li" {
+		t.Errorf("error text %q", v.Str)
+	}
+	only := run(spans.Config{Capture: spans.Capture{Tools: true}}, feed)
+	if _, ok := only.byID(spans.TurnSpanID(sid, "p1")).Attr(spans.AttrPrompt); ok {
+		t.Error("tools capture put the prompt on")
+	}
+}
+
+func TestRequestUpdateIsIgnored(t *testing.T) {
+	r := run(spans.Config{}, func(b *spans.Builder) {
+		b.Request(req(inTurn("p1"), "m1", 1, 2))
+		b.RequestUpdate(&session.RequestUpdate{Where: inTurn("p1"), MessageID: "m1", Model: "claude-x", Delta: session.Tokens{Output: 10}})
+	})
+	if len(r.all) != 1 {
+		t.Errorf("%d spans", len(r.all))
+	}
+}
+
+func TestStandInSubagent(t *testing.T) {
+	// A request names a subagent that never comes as a unit of this
+	// session: the session end makes a stand-in so the parent exists.
+	r := run(spans.Config{}, func(b *spans.Builder) {
+		b.Request(req(inAgent("ghost"), "m1", 3, 4))
+		b.ToolCall(tool(inAgent("ghost"), "tu1", "m1", "Read", 4, 6, session.OutcomeOK))
+		b.Session(sessEnd(9))
+	})
+	s := r.byID(spans.AgentSpanID(sid, "ghost"))
+	if s == nil {
+		t.Fatal("no stand-in")
+	}
+	if s.ParentSpanID != spans.RootSpanID(sid) || attr(t, s, spans.AttrAgentStandIn) != true || !s.Start.Equal(at(3)) || !s.End.Equal(at(6)) {
+		t.Errorf("stand-in %+v", s)
+	}
+	if r.stats.StandInAgents != 1 || len(r.all) != 4 {
+		t.Errorf("stats %+v, %d spans", r.stats, len(r.all))
+	}
+}
+
+func TestTurnGranularity(t *testing.T) {
+	cfg := spans.Config{Granularity: spans.GranularityTurn}
+	t.Run("turn is a root linked to the session", func(t *testing.T) {
+		r := run(cfg, func(b *spans.Builder) {
+			b.Request(req(inTurn("p1"), "m1", 1, 2, "tu1"))
+			b.ToolCall(tool(inTurn("p1"), "tu1", "m1", "Task", 2, 9, session.OutcomeOK))
+			b.Request(req(main(), "m0", 0, 1))
+			b.Turn(turn("p1", 1, 9))
+			b.Session(sessEnd(9))
+		})
+		tr := spans.TurnTraceID(sid, "p1")
+		turnSpan := r.byID(spans.TurnSpanID(sid, "p1"))
+		if turnSpan.TraceID != tr || !turnSpan.ParentSpanID.IsZero() || len(turnSpan.Links) != 1 ||
+			turnSpan.Links[0].SpanID != spans.RootSpanID(sid) || turnSpan.Links[0].TraceID != spans.SessionTraceID(sid) {
+			t.Errorf("turn span %+v", turnSpan)
+		}
+		for _, id := range []spans.SpanID{spans.RequestSpanID(sid, "m1"), spans.ToolSpanID(sid, "tu1")} {
+			if s := r.byID(id); s.TraceID != tr {
+				t.Errorf("%s in trace %s, want the turn's", s.Name, s.TraceID)
+			}
+		}
+		if s := r.byID(spans.RequestSpanID(sid, "m0")); s.TraceID != spans.SessionTraceID(sid) || s.ParentSpanID != spans.RootSpanID(sid) {
+			t.Errorf("request before any turn: %+v", s)
+		}
+	})
+	t.Run("subagent spans wait for their turn", func(t *testing.T) {
+		var held int
+		r := run(cfg, func(b *spans.Builder) {
+			// Legacy layout read first: the subagent's work, then the
+			// session file that launched it.
+			b.Request(req(inAgent("a1"), "m2", 3, 4, "tu2"))
+			b.ToolCall(tool(inAgent("a1"), "tu2", "m2", "Read", 4, 5, session.OutcomeOK))
+			held = b.Held()
+			b.ToolCall(tool(inTurn("p1"), "tu1", "m1", "Task", 2, 9, session.OutcomeOK))
+			b.Subagent(agent("a1", "tu1", 2, 9))
+			b.Request(req(inTurn("p1"), "m1", 1, 2, "tu1"))
+			b.Turn(turn("p1", 1, 9))
+			b.Session(sessEnd(9))
+		})
+		if held != 2 {
+			t.Errorf("held %d spans, want 2", held)
+		}
+		tr := spans.TurnTraceID(sid, "p1")
+		for _, s := range r.all {
+			if s.Name != "session" && s.TraceID != tr {
+				t.Errorf("%s in trace %s, want the turn's", s.Name, s.TraceID)
+			}
+		}
+		if r.stats.Unlinked != 0 || len(r.all) != 7 {
+			t.Errorf("stats %+v, %d spans", r.stats, len(r.all))
+		}
+	})
+	t.Run("never linked: sent in the session trace at its end", func(t *testing.T) {
+		r := run(cfg, func(b *spans.Builder) {
+			b.Request(req(inAgent("a1"), "m2", 3, 4))
+			b.Subagent(agent("a1", "tu-missing", 2, 9))
+			b.Session(sessEnd(9))
+		})
+		if r.stats.Unlinked != 2 {
+			t.Errorf("unlinked %d, want 2 (request and subagent)", r.stats.Unlinked)
+		}
+		for _, s := range r.all {
+			if s.TraceID != spans.SessionTraceID(sid) {
+				t.Errorf("%s not in the session trace", s.Name)
+			}
+		}
+	})
+	t.Run("bounded", func(t *testing.T) {
+		var held int
+		r := run(spans.Config{Granularity: spans.GranularityTurn, MaxPending: 3}, func(b *spans.Builder) {
+			for i := range 5 {
+				b.Request(req(inAgent("a"+string(rune('0'+i))), "m"+string(rune('0'+i)), 1, 2))
+			}
+			held = b.Held()
+		})
+		if held != 3 || r.stats.Unlinked != 2 || len(r.all) != 2 {
+			t.Errorf("held %d, unlinked %d, emitted %d", held, r.stats.Unlinked, len(r.all))
+		}
+	})
+}
+
+func TestSubagentCoversWhatItDidBefore(t *testing.T) {
+	// Live mode: the subagent's requests settle and go out before the
+	// tool call that launched it returns; its span covers them.
+	r := run(spans.Config{}, func(b *spans.Builder) {
+		b.Request(req(inAgent("a1"), "m1", 2, 20))
+		b.Subagent(agent("a1", "tu1", 3, 9))
+	})
+	s := r.byID(spans.AgentSpanID(sid, "a1"))
+	if !s.Start.Equal(at(2)) || !s.End.Equal(at(20)) {
+		t.Errorf("subagent span %v..%v, want %v..%v", s.Start, s.End, at(2), at(20))
+	}
+}
