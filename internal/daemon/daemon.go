@@ -8,6 +8,8 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
+	"slices"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -20,6 +22,7 @@ import (
 
 	"github.com/claude-transcript-exporter/claude-transcript-exporter/exporter/prom"
 	"github.com/claude-transcript-exporter/claude-transcript-exporter/internal/checkpoint"
+	"github.com/claude-transcript-exporter/claude-transcript-exporter/internal/discover"
 	"github.com/claude-transcript-exporter/claude-transcript-exporter/mapping/metrics"
 	"github.com/claude-transcript-exporter/claude-transcript-exporter/mapping/session"
 	"github.com/claude-transcript-exporter/claude-transcript-exporter/mapping/transcript"
@@ -81,7 +84,10 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger, stdout io.Writer)
 
 	if cfg.Oneshot {
 		start := now()
-		files := rd.scan()
+		files, err := scanOnce(&cfg, logger, rd)
+		if err != nil {
+			return err
+		}
 		rd.readAll(files, true)
 		asm.Flush(now(), true)
 		stats.publish(asm.Stats())
@@ -117,6 +123,10 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger, stdout io.Writer)
 				return fmt.Errorf("restore state file %s: %w (start with %s to discard it)", cfg.StateFile, err, checkpoint.ResetFlag)
 			}
 			st.last = saved.WrittenAt
+			if !slices.Equal(saved.Roots, cfg.ClaudeDirs) {
+				logger.Warn("state file was written for other claude dirs; its counters carry on", "file", cfg.StateFile,
+					"saved", strings.Join(saved.Roots, ","), "now", strings.Join(cfg.ClaudeDirs, ","))
+			}
 			logger.Info("state restored", "file", cfg.StateFile, "files", len(saved.Files), "written_at", saved.WrittenAt)
 		}
 	}
@@ -130,10 +140,25 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger, stdout io.Writer)
 		_ = srv.Shutdown(sctx)
 	}()
 
+	// Discover: fsnotify on directories as a hint, the rescan as truth.
+	watcher, err := discover.New(discover.Config{
+		Roots:          cfg.ClaudeDirs,
+		Match:          session.IsTranscriptName,
+		RescanInterval: cfg.RescanInterval,
+		PollOnly:       cfg.PollOnly,
+		Logger:         logger.With("component", "discover"),
+		Now:            now,
+	})
+	if err != nil {
+		return fmt.Errorf("watch claude dirs: %w", err)
+	}
+	defer watcher.Close()
+	fl := &follower{cfg: &cfg, log: logger.With("component", "follow"), rd: rd, w: watcher, asm: asm,
+		usage: usage, traces: traces, stats: stats, keep: st}
+
 	// Backfill: every file present at start, then ready.
 	start := now()
-	files := rd.scan()
-	rd.readAll(files, false)
+	fl.rescan()
 	// What was on disk at start is complete: settle it at once (a
 	// request being streamed right now may be counted before its last
 	// line; it then grows by the difference).
@@ -141,17 +166,15 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger, stdout io.Writer)
 	stats.publish(asm.Stats())
 	self.BackfillDone.Set(1)
 	self.BackfillSeconds.Set(now().Sub(start).Seconds())
+	rd.live = true
 	ready.Store(true)
-	logger.Info("backfill done", "files", len(files), "lines", rd.linesN, "seconds", now().Sub(start).Seconds())
-
-	// Follow: poll known files often, rescan the tree less often.
-	poll := time.NewTicker(cfg.PollInterval)
-	defer poll.Stop()
-	rescan := time.NewTicker(cfg.RescanInterval)
-	defer rescan.Stop()
-	flush := time.NewTicker(cfg.StateFlushInterval)
-	defer flush.Stop()
+	logger.Info("backfill done", "files", len(rd.files), "lines", rd.linesN, "seconds", now().Sub(start).Seconds())
 	st.save(usage, asm, rd, traces, now())
+	fl.nextFlush = now().Add(cfg.StateFlushInterval)
+
+	// Follow until told to stop.
+	tick := time.NewTicker(min(cfg.PollInterval, 200*time.Millisecond))
+	defer tick.Stop()
 	for {
 		select {
 		case <-ctx.Done():
@@ -164,26 +187,15 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger, stdout io.Writer)
 			}
 			st.save(usage, asm, rd, traces, now())
 			return nil
-		case <-flush.C:
-			st.save(usage, asm, rd, traces, now())
 		case err := <-srvErr:
 			return err
-		case <-rescan.C:
-			files = rd.scan()
-			rd.readAll(files, false)
-		case <-poll.C:
-			for _, f := range files {
-				if _, ok := rd.files[f.path]; ok {
-					t0 := now()
-					if rd.readNew(f, false) {
-						self.TailLag.Observe(now().Sub(t0).Seconds())
-					}
-				}
-			}
+		case ev := <-watcher.Events():
+			fl.hint(ev)
+		case <-watcher.RescanNeeded():
+			fl.rescan()
+		case <-tick.C:
 		}
-		asm.Flush(now(), false)
-		stats.publish(asm.Stats())
-		st.age(now())
+		fl.Step(now())
 	}
 }
 
@@ -258,4 +270,23 @@ func serve(cfg *Config, logger *slog.Logger, reg *prometheus.Registry, ready *at
 		}
 	}()
 	return srv, errCh
+}
+
+// scanOnce finds every transcript once (one-shot runs: no watches).
+func scanOnce(cfg *Config, logger *slog.Logger, rd *reader) ([]*fileState, error) {
+	w, err := discover.New(discover.Config{Roots: cfg.ClaudeDirs, Match: session.IsTranscriptName, PollOnly: true,
+		Logger: logger.With("component", "discover")})
+	if err != nil {
+		return nil, fmt.Errorf("scan claude dirs: %w", err)
+	}
+	defer w.Close()
+	found, err := w.Scan()
+	if err != nil {
+		logger.Warn("scan incomplete", "err", err)
+	}
+	paths := make([]string, len(found))
+	for i, f := range found {
+		paths[i] = f.Path
+	}
+	return rd.sync(paths), nil
 }

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/claude-transcript-exporter/claude-transcript-exporter/exporter/prom"
@@ -49,6 +50,8 @@ type reader struct {
 	restored map[string]checkpoint.Entry
 	now      func() time.Time
 	linesN   int64
+	// live is set after the backfill: tail lag is observed from then on.
+	live bool
 }
 
 func newReader(cfg *Config, log *slog.Logger, self *prom.Self, asm *session.Assembler, dec *transcript.Decoder, now func() time.Time) *reader {
@@ -65,51 +68,54 @@ func newReader(cfg *Config, log *slog.Logger, self *prom.Self, asm *session.Asse
 	}
 }
 
-// scan walks every root's projects/ dir and registers new transcript
-// files; it returns the files in path order. Files that disappeared are
-// dropped (their counts stay).
-func (r *reader) scan() []*fileState {
-	seen := map[string]bool{}
-	for _, root := range r.cfg.ClaudeDirs {
-		projects := filepath.Join(root, "projects")
-		err := filepath.WalkDir(projects, func(p string, de fs.DirEntry, err error) error {
-			if err != nil {
-				if errors.Is(err, fs.ErrNotExist) {
-					return nil
-				}
-				r.log.Warn("walk failed", "path", p, "err", err)
-				if de != nil && de.IsDir() {
-					return fs.SkipDir
-				}
-				return nil
-			}
-			if de.IsDir() || !session.IsTranscriptName(de.Name()) || !de.Type().IsRegular() {
-				return nil
-			}
-			seen[p] = true
-			if _, ok := r.files[p]; !ok {
-				rel, err := filepath.Rel(projects, p)
-				if err != nil {
-					return nil
-				}
-				fs := &fileState{path: p, src: session.ClassifySource(rel)}
-				if e, ok := r.restored[p]; ok {
-					fs.offset, fs.fp, fs.verify = e.Counted, checkpoint.Fingerprint{Sum: e.Fingerprint, Len: e.FPLen}, true
-					delete(r.restored, p)
-				}
-				r.files[p] = fs
-			}
-			return nil
-		})
-		if err != nil && !errors.Is(err, fs.ErrNotExist) {
-			r.log.Warn("walk failed", "root", root, "err", err)
-		}
+// sync makes the file table match the paths found by a scan: new files
+// are added (with their saved watermarks, if any), missing ones dropped
+// (their counts stay). It returns the files in path order.
+func (r *reader) sync(paths []string) []*fileState {
+	seen := make(map[string]bool, len(paths))
+	for _, p := range paths {
+		seen[p] = true
+		r.add(p)
 	}
 	for p := range r.files {
 		if !seen[p] {
 			delete(r.files, p)
 		}
 	}
+	return r.sorted()
+}
+
+// add registers a transcript file if it is new and returns it (nil when
+// the path is under no root's projects/ dir).
+func (r *reader) add(p string) *fileState {
+	if f, ok := r.files[p]; ok {
+		return f
+	}
+	for _, root := range r.cfg.ClaudeDirs {
+		projects := filepath.Join(root, "projects")
+		rel, err := filepath.Rel(projects, p)
+		if err != nil || rel == "." || strings.HasPrefix(rel, "..") {
+			continue
+		}
+		f := &fileState{path: p, src: session.ClassifySource(rel)}
+		if e, ok := r.restored[p]; ok {
+			f.offset, f.fp, f.verify = e.Counted, checkpoint.Fingerprint{Sum: e.Fingerprint, Len: e.FPLen}, true
+			delete(r.restored, p)
+		}
+		r.files[p] = f
+		r.self.FilesWatched.Set(float64(len(r.files)))
+		return f
+	}
+	return nil
+}
+
+// drop forgets a file that was removed; its counts stay.
+func (r *reader) drop(p string) {
+	delete(r.files, p)
+	r.self.FilesWatched.Set(float64(len(r.files)))
+}
+
+func (r *reader) sorted() []*fileState {
 	out := make([]*fileState, 0, len(r.files))
 	for _, f := range r.files {
 		out = append(out, f)
@@ -210,6 +216,10 @@ func (r *reader) readNew(f *fileState, atEOF bool) bool {
 	})
 	if err != nil {
 		r.log.Warn("read failed", "path", f.path, "err", err)
+	}
+	if r.live && end > start {
+		// From the file's last write to the processing of its lines.
+		r.self.TailLag.Observe(max(0, r.now().Sub(st.ModTime()).Seconds()))
 	}
 	f.offset = end
 	r.self.BytesRead.Add(float64(end - start))

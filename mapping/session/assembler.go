@@ -35,7 +35,10 @@ type Assembler struct {
 	seq  uint64
 
 	requests map[string]*reqState
-	tools    map[string]*toolState
+	// pending holds the requests not yet emitted, so that a flush does
+	// not walk the whole history.
+	pending map[string]*reqState
+	tools   map[string]*toolState
 	// results seen before their tool_use (order across files is free).
 	early    map[string]*earlyResult
 	seen     map[string]struct{} // dedup keys: "p:"+prompt uuid, "c:"+compaction uuid, "e:"+error id
@@ -142,6 +145,7 @@ func New(cfg Config, sink Sink) *Assembler {
 		cfg:      cfg,
 		sink:     sink,
 		requests: make(map[string]*reqState),
+		pending:  make(map[string]*reqState),
 		tools:    make(map[string]*toolState),
 		early:    make(map[string]*earlyResult),
 		seen:     make(map[string]struct{}),
@@ -387,6 +391,7 @@ func (a *Assembler) assistant(c *ctxState, r *transcript.Record, now time.Time) 
 		}
 		st.model, st.stop, st.usage, st.requestID = m.Model, m.StopReason, m.Usage, r.RequestID
 		a.requests[m.ID] = st
+		a.pending[m.ID] = st
 		if c.agent == nil && c.sess.turn != nil {
 			c.sess.turn.Requests++
 		}
@@ -682,8 +687,8 @@ func (a *Assembler) system(c *ctxState, r *transcript.Record) {
 // timeout.
 func (a *Assembler) Flush(now time.Time, final bool) {
 	var ready []*reqState
-	for _, st := range a.requests {
-		if !st.emitted && (final || now.Sub(st.lastSeen) >= a.cfg.Settle) {
+	for _, st := range a.pending {
+		if final || now.Sub(st.lastSeen) >= a.cfg.Settle {
 			ready = append(ready, st)
 		}
 	}
@@ -724,6 +729,7 @@ func (a *Assembler) idle(s *sessState, now time.Time) bool {
 }
 
 func (a *Assembler) emitRequest(st *reqState) {
+	delete(a.pending, st.msgID)
 	st.emitted = true
 	st.counted = TokensOf(st.usage)
 	st.countedModel = st.model
@@ -753,8 +759,8 @@ func (a *Assembler) closeSession(s *sessState) {
 	// Requests of this session still settling are emitted first, so that
 	// their tool calls and turn close after them.
 	var ready []*reqState
-	for _, st := range a.requests {
-		if !st.emitted && st.where.SessionID == s.id {
+	for _, st := range a.pending {
+		if st.where.SessionID == s.id {
 			ready = append(ready, st)
 		}
 	}

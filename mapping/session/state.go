@@ -165,6 +165,7 @@ func (a *Assembler) Restore(st State, now time.Time) error {
 	a.seq = st.Seq
 	a.stats = st.Stats
 	clear(a.requests)
+	clear(a.pending)
 	clear(a.tools)
 	clear(a.early)
 	clear(a.seen)
@@ -172,9 +173,13 @@ func (a *Assembler) Restore(st State, now time.Time) error {
 	clear(a.agents)
 	clear(a.ctxs)
 	for _, r := range st.Requests {
-		a.requests[r.MsgID] = &reqState{seq: r.Seq, where: r.Where, msgID: r.MsgID, requestID: r.RequestID, model: r.Model,
+		rs := &reqState{seq: r.Seq, where: r.Where, msgID: r.MsgID, requestID: r.RequestID, model: r.Model,
 			stop: r.Stop, usage: r.Usage, start: r.Start, end: r.End, lastSeen: now, emitted: r.Emitted, counted: r.Counted,
 			countedModel: r.CountedAs, interrupt: r.Interrupt, toolIDs: r.ToolIDs}
+		a.requests[r.MsgID] = rs
+		if !rs.emitted {
+			a.pending[r.MsgID] = rs
+		}
 	}
 	for _, id := range st.Done {
 		a.tools[id] = &toolState{done: true}

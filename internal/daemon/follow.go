@@ -1,0 +1,82 @@
+package daemon
+
+import (
+	"log/slog"
+	"time"
+
+	"github.com/claude-transcript-exporter/claude-transcript-exporter/exporter/prom"
+	"github.com/claude-transcript-exporter/claude-transcript-exporter/internal/discover"
+	"github.com/claude-transcript-exporter/claude-transcript-exporter/mapping/session"
+)
+
+// follower keeps the pipeline going after the backfill: fsnotify hints
+// read a file at once, the periodic rescan is the truth, polling covers
+// mounts without notifications, and settled requests, idle sessions and
+// the state file are handled on each step. Step takes the time, so the
+// schedule is testable without sleeping.
+type follower struct {
+	cfg    *Config
+	log    *slog.Logger
+	rd     *reader
+	w      *discover.Watcher
+	asm    *session.Assembler
+	usage  *prom.Metrics
+	traces *tracesStage
+	stats  *statsPublisher
+	keep   *stateKeeper
+
+	nextPoll  time.Time
+	nextFlush time.Time
+}
+
+// rescan walks the roots and reads what changed.
+func (f *follower) rescan() {
+	found, err := f.w.Scan()
+	if err != nil {
+		f.log.Debug("rescan incomplete", "err", err)
+	}
+	paths := make([]string, len(found))
+	for i, fi := range found {
+		paths[i] = fi.Path
+	}
+	f.rd.readAll(f.rd.sync(paths), false)
+}
+
+// hint handles one fsnotify event: read the file now, or forget it.
+func (f *follower) hint(ev discover.Event) {
+	if ev.Op == discover.Removed {
+		f.rd.drop(ev.Path)
+		return
+	}
+	if fs := f.rd.add(ev.Path); fs != nil {
+		f.rd.readNew(fs, false)
+	}
+}
+
+// polling reports whether known files must be polled: no notifications
+// (--tail.poll-only) or the watch limit was reached.
+func (f *follower) polling() bool {
+	if f.cfg.PollOnly {
+		return true
+	}
+	st := f.w.Stats()
+	return st.Fallback
+}
+
+// Step does what is due at now.
+func (f *follower) Step(now time.Time) {
+	if f.w.Step(now) {
+		f.rescan()
+	}
+	if f.polling() && !now.Before(f.nextPoll) {
+		f.rd.readAll(f.rd.sorted(), false)
+		f.nextPoll = now.Add(f.cfg.PollInterval)
+	}
+	f.asm.Flush(now, false)
+	f.stats.publish(f.asm.Stats())
+	if !now.Before(f.nextFlush) {
+		f.keep.save(f.usage, f.asm, f.rd, f.traces, now)
+		f.nextFlush = now.Add(f.cfg.StateFlushInterval)
+	}
+	f.keep.age(now)
+}
