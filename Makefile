@@ -10,7 +10,7 @@ LDFLAGS  := -s -w \
 	-X github.com/prometheus/common/version.Branch=$(BRANCH)
 GO       ?= go
 
-.PHONY: all build run test test-short lint bench up down clean
+.PHONY: all build run test test-short lint bench up down logs check-deploy clean
 
 all: build
 
@@ -37,11 +37,21 @@ lint:
 bench:
 	./bench/run.sh
 
+# The whole stack (exporter, collector, Tempo, Jaeger, Prometheus,
+# Grafana) on a machine with Docker.
 up:
-	docker compose up -d --build
+	CLAUDE_UID=$$(id -u) CLAUDE_GID=$$(id -g) docker compose up -d --build
 
 down:
 	docker compose down
+
+logs:
+	docker compose logs -f exporter
+
+check-deploy:
+	promtool check config deploy/prometheus/prometheus.yml
+	promtool test rules deploy/prometheus/tests/*.yml
+	$(GO) test -count=1 ./deploy/...
 
 clean:
 	rm -f $(BINARY)

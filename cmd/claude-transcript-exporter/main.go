@@ -40,6 +40,7 @@ func run(args []string) int {
 	webFlags := kingpinflag.AddFlags(app, cfg.WebListenAddresses[0])
 	app.Flag("web.telemetry-path", "Path under which to expose metrics.").Default(cfg.TelemetryPath).StringVar(&cfg.TelemetryPath)
 	app.Flag("oneshot", "Read every transcript once, export its spans, print the metrics exposition to stdout and exit.").BoolVar(&cfg.Oneshot)
+	app.Flag("oneshot.metrics-file", "With --oneshot, write the exposition to this file instead of stdout (e.g. for node_exporter's textfile collector, or to keep stdout pure OTLP JSON with --traces.exporter=stdout).").StringVar(&cfg.OneshotMetricsFile)
 	intFlag(app, "tail.max-line-bytes", "Longest transcript line read; longer lines are counted as too_long and skipped.", &cfg.MaxLineBytes)
 	durationFlag(app, "tail.rescan-interval", "How often the Claude dirs are walked for new files.", &cfg.RescanInterval)
 	durationFlag(app, "tail.poll-interval", "How often known files are checked for new lines.", &cfg.PollInterval)
@@ -60,6 +61,8 @@ func run(args []string) int {
 	enumFlag(app, "traces.granularity", "One trace per session, or per turn (for very long sessions and trace-size limits).", &cfg.Traces.Granularity, "session", "turn")
 	app.Flag("otlp.endpoint", "OTLP gRPC endpoint (host:port or URL). Default: OTEL_EXPORTER_OTLP_TRACES_ENDPOINT / OTEL_EXPORTER_OTLP_ENDPOINT.").StringVar(&cfg.Traces.Endpoint)
 	app.Flag("otlp.insecure", "Use plaintext gRPC (no TLS).").BoolVar(&cfg.Traces.Insecure)
+	durationFlag(app, "otlp.timeout", "Time limit of one export attempt.", &cfg.Traces.Timeout)
+	intFlag(app, "otlp.batch-size", "Spans per export request.", &cfg.Traces.BatchSize)
 	app.Flag("otlp.headers", "Extra gRPC headers, key=value,key2=value2 (adds to OTEL_EXPORTER_OTLP_HEADERS).").StringVar(&cfg.Traces.Headers)
 	logCfg := &promslog.Config{}
 	flag.AddFlags(app, logCfg)

@@ -246,7 +246,7 @@ func NewSelf(reg prometheus.Registerer) *Self {
 		SpansExported: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "spans_exported_total",
 			Help: "Spans acknowledged by the OTLP receiver."}),
 		SpansFailed: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "spans_failed_total",
-			Help: "Span export attempts that failed (the spans are retried)."}),
+			Help: "Spans of failed export attempts (kept and retried) and spans the receiver rejected."}),
 		SpansPending: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Subsystem: sub, Name: "spans_pending",
 			Help: "Spans built and not yet acknowledged."}),
 		LastExport: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Subsystem: sub, Name: "last_export_timestamp_seconds",

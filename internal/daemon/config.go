@@ -25,6 +25,10 @@ type Config struct {
 	// Oneshot reads every file once, prints the exposition to Stdout,
 	// exports spans, and returns (--oneshot).
 	Oneshot bool
+	// OneshotMetricsFile receives the one-shot exposition instead of
+	// Stdout (--oneshot.metrics-file), e.g. to keep stdout pure OTLP JSON
+	// with --traces.exporter=stdout.
+	OneshotMetricsFile string
 
 	MaxLineBytes   int           // --tail.max-line-bytes
 	RescanInterval time.Duration // --tail.rescan-interval
@@ -148,6 +152,12 @@ func (c *Config) Validate() error {
 	}
 	if !strings.HasPrefix(c.TelemetryPath, "/") {
 		return fmt.Errorf("--web.telemetry-path: %q must start with /", c.TelemetryPath)
+	}
+	if c.OneshotMetricsFile != "" && !c.Oneshot {
+		return errors.New("--oneshot.metrics-file: only with --oneshot")
+	}
+	if c.Traces.Timeout <= 0 {
+		return fmt.Errorf("--otlp.timeout: %s must be positive", c.Traces.Timeout)
 	}
 	if c.MaxLineBytes < 1024 || c.MaxLineBytes > 1<<30 {
 		return fmt.Errorf("--tail.max-line-bytes: %d is outside 1KiB..1GiB", c.MaxLineBytes)

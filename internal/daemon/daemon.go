@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -98,7 +99,11 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger, stdout io.Writer)
 		if traces != nil {
 			exportErr = traces.close(ctx, cfg.ShutdownTimeout)
 		}
-		if err := writeExposition(stdout, reg); err != nil {
+		if cfg.OneshotMetricsFile != "" {
+			if err := writeExpositionFile(cfg.OneshotMetricsFile, reg); err != nil {
+				return fmt.Errorf("--oneshot.metrics-file: %w", err)
+			}
+		} else if err := writeExposition(stdout, reg); err != nil {
 			return err
 		}
 		return exportErr
@@ -225,6 +230,27 @@ func writeExposition(w io.Writer, g prometheus.Gatherer) error {
 		}
 	}
 	return nil
+}
+
+// writeExpositionFile writes the exposition atomically (temp file and
+// rename), as node_exporter's textfile collector requires.
+func writeExpositionFile(path string, g prometheus.Gatherer) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*.tmp")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	if err := writeExposition(tmp, g); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	if err := os.Chmod(tmp.Name(), 0o644); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), path)
 }
 
 // serve starts the HTTP server with the landing page, metrics and health
