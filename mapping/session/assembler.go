@@ -267,6 +267,11 @@ func (c *ctxState) remember(uuid string, t time.Time, msgID string) {
 func (a *Assembler) where(c *ctxState) Where {
 	w := Where{SessionID: c.sess.id, Project: a.project(c.sess)}
 	if c.agent != nil {
+		// A subagent's work belongs to the session that first ran it,
+		// wherever a copy of it is read (a resumed session's file).
+		if s := a.sessions[c.agent.sessionID]; s != nil && s != c.sess {
+			w.SessionID, w.Project = s.id, a.project(s)
+		}
 		w.AgentID = c.agent.id
 		if c.agent.project != "" && w.Project == "" {
 			w.Project = c.agent.project
@@ -592,6 +597,7 @@ func (a *Assembler) finishTool(t *toolState, isError bool, at time.Time, task *t
 	if s := a.sessions[call.SessionID]; s != nil {
 		delete(s.openTools, call.ToolUseID)
 	}
+	a.refreshProject(&call.Where)
 	if task != nil && task.AgentID != "" {
 		call.AgentID = task.AgentID
 		ag := a.agents[task.AgentID]
@@ -728,9 +734,21 @@ func (a *Assembler) idle(s *sessState, now time.Time) bool {
 	return !s.last.IsZero() && now.Sub(s.lastSeen) >= a.cfg.Settle && now.Sub(s.last) >= a.cfg.IdleTimeout
 }
 
+// refreshProject sets w.Project from its session as known now: a
+// subagent's file can be read before its session's, and the session's
+// working directory is the project.
+func (a *Assembler) refreshProject(w *Where) {
+	if s := a.sessions[w.SessionID]; s != nil {
+		if p := a.project(s); p != "" {
+			w.Project = p
+		}
+	}
+}
+
 func (a *Assembler) emitRequest(st *reqState) {
 	delete(a.pending, st.msgID)
 	st.emitted = true
+	a.refreshProject(&st.where)
 	st.counted = TokensOf(st.usage)
 	st.countedModel = st.model
 	end := st.end
@@ -777,6 +795,7 @@ func (a *Assembler) closeSession(s *sessState) {
 	slices.SortFunc(open, func(x, y *toolState) int { return cmp.Compare(x.seq, y.seq) })
 	for _, t := range open {
 		t.done = true
+		a.refreshProject(&t.call.Where)
 		t.call.Outcome = OutcomeUnanswered
 		a.sink.ToolCall(&t.call)
 	}
