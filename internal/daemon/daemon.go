@@ -79,7 +79,7 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger, stdout io.Writer)
 		KeepToolIO:   cfg.Traces.Captures(CaptureTools),
 		MaxKeepBytes: cfg.Traces.CaptureMaxBytes,
 	})
-	asm := session.New(session.Config{IdleTimeout: cfg.IdleTimeout}, fanout(sinks))
+	asm := session.New(session.Config{IdleTimeout: cfg.IdleTimeout}, session.Fanout(sinks))
 	rd := newReader(&cfg, logger.With("component", "reader"), self, asm, dec, now)
 	stats := &statsPublisher{self: self}
 

@@ -100,7 +100,7 @@ func readTree(tb testing.TB, dir string) *treeLines {
 func (t *treeLines) run(dopts transcript.Options, cfg spans.Config, sinks []session.Sink, emit func(spans.Span)) *spans.Builder {
 	b := spans.NewBuilder(cfg, emit)
 	all := append([]session.Sink{b}, sinks...)
-	asm := session.New(session.Config{}, fanout(all))
+	asm := session.New(session.Config{}, session.Fanout(all))
 	dec := transcript.NewDecoder(dopts)
 	var rec transcript.Record
 	now := time.Unix(0, 0)
@@ -125,50 +125,6 @@ func treeSpans(tb testing.TB, dir string, cfg spans.Config, sinks ...session.Sin
 	var out []spans.Span
 	b := readTree(tb, dir).run(transcript.Options{}, cfg, sinks, func(s spans.Span) { out = append(out, s) })
 	return out, b.Stats()
-}
-
-// fanout hands every unit to each sink in turn.
-type fanout []session.Sink
-
-func (f fanout) Session(u *session.Session) {
-	for _, s := range f {
-		s.Session(u)
-	}
-}
-func (f fanout) Turn(u *session.Turn) {
-	for _, s := range f {
-		s.Turn(u)
-	}
-}
-func (f fanout) Request(u *session.Request) {
-	for _, s := range f {
-		s.Request(u)
-	}
-}
-func (f fanout) RequestUpdate(u *session.RequestUpdate) {
-	for _, s := range f {
-		s.RequestUpdate(u)
-	}
-}
-func (f fanout) ToolCall(u *session.ToolCall) {
-	for _, s := range f {
-		s.ToolCall(u)
-	}
-}
-func (f fanout) Subagent(u *session.Subagent) {
-	for _, s := range f {
-		s.Subagent(u)
-	}
-}
-func (f fanout) Compaction(u *session.Compaction) {
-	for _, s := range f {
-		s.Compaction(u)
-	}
-}
-func (f fanout) APIError(u *session.APIError) {
-	for _, s := range f {
-		s.APIError(u)
-	}
 }
 
 // corpusTrees returns the real trees that have a projects/ dir.
