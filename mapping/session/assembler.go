@@ -44,7 +44,9 @@ type Assembler struct {
 	seen     map[string]struct{} // dedup keys: "p:"+prompt uuid, "c:"+compaction uuid, "e:"+error id
 	sessions map[string]*sessState
 	agents   map[string]*agentState
-	ctxs     map[ctxKey]*ctxState
+	// byTool finds the subagent a Task/Agent call launched.
+	byTool map[string]*agentState
+	ctxs   map[ctxKey]*ctxState
 
 	stats Stats
 }
@@ -151,6 +153,7 @@ func New(cfg Config, sink Sink) *Assembler {
 		seen:     make(map[string]struct{}),
 		sessions: make(map[string]*sessState),
 		agents:   make(map[string]*agentState),
+		byTool:   make(map[string]*agentState),
 		ctxs:     make(map[ctxKey]*ctxState),
 	}
 }
@@ -472,17 +475,11 @@ func joinCapped(cur, add string) string {
 	return cur + "\n" + add
 }
 
-func (a *Assembler) agentByTool(toolUseID string) *agentState {
-	for _, ag := range a.agents {
-		if ag.toolUseID == toolUseID {
-			return ag
-		}
-	}
-	return nil
-}
+func (a *Assembler) agentByTool(toolUseID string) *agentState { return a.byTool[toolUseID] }
 
 func (a *Assembler) linkAgentTool(ag *agentState, toolUseID string) {
 	ag.toolUseID = toolUseID
+	a.byTool[toolUseID] = ag
 	if t := a.tools[toolUseID]; t != nil {
 		t.call.AgentID = ag.id
 		if ag.agentType == "" && t.call.SubagentType != "" {

@@ -171,6 +171,7 @@ func (a *Assembler) Restore(st State, now time.Time) error {
 	clear(a.seen)
 	clear(a.sessions)
 	clear(a.agents)
+	clear(a.byTool)
 	clear(a.ctxs)
 	for _, r := range st.Requests {
 		rs := &reqState{seq: r.Seq, where: r.Where, msgID: r.MsgID, requestID: r.RequestID, model: r.Model,
@@ -209,6 +210,9 @@ func (a *Assembler) Restore(st State, now time.Time) error {
 		a.agents[ag.ID] = &agentState{seq: ag.Seq, id: ag.ID, sessionID: ag.SessionID, agentType: ag.AgentType,
 			description: ag.Description, toolUseID: ag.ToolUseID, warmup: ag.Warmup, warmupKnown: ag.WarmupKnown,
 			emitted: ag.Emitted, start: ag.Start, end: ag.End, project: ag.Project}
+		if ag.ToolUseID != "" {
+			a.byTool[ag.ToolUseID] = a.agents[ag.ID]
+		}
 	}
 	return nil
 }
