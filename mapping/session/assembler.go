@@ -44,6 +44,9 @@ type Assembler struct {
 	seen     map[string]struct{} // dedup keys: "p:"+prompt uuid, "c:"+compaction uuid, "e:"+error id
 	sessions map[string]*sessState
 	agents   map[string]*agentState
+	// doneTool stands for every finished tool call that launched no
+	// subagent: only its id is kept, for dedup.
+	doneTool *toolState
 	// byTool finds the subagent a Task/Agent call launched.
 	byTool map[string]*agentState
 	ctxs   map[ctxKey]*ctxState
@@ -154,6 +157,7 @@ func New(cfg Config, sink Sink) *Assembler {
 		sessions: make(map[string]*sessState),
 		agents:   make(map[string]*agentState),
 		byTool:   make(map[string]*agentState),
+		doneTool: &toolState{done: true},
 		ctxs:     make(map[ctxKey]*ctxState),
 	}
 }
@@ -613,6 +617,7 @@ func (a *Assembler) finishTool(t *toolState, isError bool, at time.Time, task *t
 		}
 	}
 	a.sink.ToolCall(call)
+	a.forget(t)
 	if call.AgentID != "" {
 		if ag := a.agents[call.AgentID]; ag != nil && !ag.emitted {
 			if ag.agentType == "" {
@@ -628,6 +633,15 @@ func (a *Assembler) finishTool(t *toolState, isError bool, at time.Time, task *t
 			ag.warmupKnown = true
 			a.emitAgent(ag)
 		}
+	}
+}
+
+// forget drops a finished tool call's details, keeping its id for dedup;
+// Task/Agent calls keep theirs (a subagent read later takes its type and
+// description from them).
+func (a *Assembler) forget(t *toolState) {
+	if t.call.SubagentType == "" && t.call.Description == "" && t.call.AgentID == "" {
+		a.tools[t.call.ToolUseID] = a.doneTool
 	}
 }
 
@@ -767,7 +781,7 @@ func (a *Assembler) emitRequest(st *reqState) {
 		Text:        st.text,
 		Thinking:    st.thinking,
 	})
-	st.text, st.thinking = "", ""
+	st.text, st.thinking, st.toolIDs = "", "", nil
 }
 
 func (a *Assembler) closeSession(s *sessState) {
@@ -795,6 +809,7 @@ func (a *Assembler) closeSession(s *sessState) {
 		a.refreshProject(&t.call.Where)
 		t.call.Outcome = OutcomeUnanswered
 		a.sink.ToolCall(&t.call)
+		a.forget(t)
 	}
 	clear(s.openTools)
 	var agents []*agentState

@@ -183,7 +183,7 @@ func (a *Assembler) Restore(st State, now time.Time) error {
 		}
 	}
 	for _, id := range st.Done {
-		a.tools[id] = &toolState{done: true}
+		a.tools[id] = a.doneTool
 	}
 	for _, t := range st.Tools {
 		a.tools[t.Call.ToolUseID] = &toolState{seq: t.Seq, call: t.Call}

@@ -1,6 +1,7 @@
 package transcript
 
 import (
+	"bytes"
 	"errors"
 	"strconv"
 	"time"
@@ -247,11 +248,11 @@ func (d *Decoder) record(b []byte, i int, r *Record) (int, error) {
 			r.DurationMs, next, err = readInt(b, v)
 		case "content":
 			if v < len(b) && b[v] == '"' {
-				raw, esc, n, e := readString(b, v)
+				raw, n, e := readLong(b, v)
 				if e != nil {
 					return 0, e
 				}
-				r.ContentHead, _ = head(raw, esc, TextHeadMax)
+				r.ContentHead, _ = headOf(raw, TextHeadMax)
 				return n, nil
 			}
 			return skipValue(b, v)
@@ -265,11 +266,11 @@ func (d *Decoder) record(b []byte, i int, r *Record) (int, error) {
 			r.LeafUUID, next, err = d.str(b, v, false)
 		case "customTitle", "aiTitle", "agentName":
 			if v < len(b) && b[v] == '"' {
-				raw, esc, n, e := readString(b, v)
+				raw, n, e := readLong(b, v)
 				if e != nil {
 					return 0, e
 				}
-				r.Title, _ = head(raw, esc, 256)
+				r.Title, _ = headOf(raw, 256)
 				return n, nil
 			}
 			return skipValue(b, v)
@@ -517,15 +518,15 @@ func (d *Decoder) usage(b []byte, v int, u *Usage) (int, error) {
 // content decodes message.content: a string or an array of blocks.
 func (d *Decoder) content(b []byte, v int, m *Message) (int, error) {
 	if v < len(b) && b[v] == '"' {
-		raw, esc, next, err := readString(b, v)
+		raw, next, err := readLong(b, v)
 		if err != nil {
 			return 0, err
 		}
 		m.ContentIsString = true
 		m.TextBlocks = 1
-		m.TextHead, m.TextHeadCut = head(raw, esc, TextHeadMax)
+		m.TextHead, m.TextHeadCut = headOf(raw, TextHeadMax)
 		if d.opts.KeepText {
-			m.Text, _ = head(raw, esc, d.opts.MaxKeepBytes)
+			m.Text, _ = headOf(raw, d.opts.MaxKeepBytes)
 		}
 		return next, nil
 	}
@@ -566,6 +567,19 @@ func (d *Decoder) block(b []byte, v int, m *Message) (int, error) {
 			}
 			return skipValue(b, v)
 		}
+		// longSpan locates a string that may be huge (text, thinking)
+		// without scanning it for escapes: only its head is ever read.
+		longSpan := func(s *span) (int, error) {
+			if v < len(b) && b[v] == '"' {
+				raw, next, err := readLong(b, v)
+				if err != nil {
+					return 0, err
+				}
+				*s = span{start: v + 1, end: v + 1 + len(raw), set: true}
+				return next, nil
+			}
+			return skipValue(b, v)
+		}
 		valSpan := func(s *span) (int, error) {
 			next, err := skipValue(b, v)
 			if err != nil {
@@ -584,9 +598,9 @@ func (d *Decoder) block(b []byte, v int, m *Message) (int, error) {
 		case "tool_use_id":
 			return strSpan(&toolUseID)
 		case "text":
-			return strSpan(&text)
+			return longSpan(&text)
 		case "thinking":
-			return strSpan(&thinking)
+			return longSpan(&thinking)
 		case "is_error":
 			var next int
 			var err error
@@ -610,15 +624,15 @@ func (d *Decoder) block(b []byte, v int, m *Message) (int, error) {
 	case "text":
 		m.TextBlocks++
 		if m.TextBlocks == 1 && text.set {
-			m.TextHead, m.TextHeadCut = head(text.raw(b), text.esc, TextHeadMax)
+			m.TextHead, m.TextHeadCut = headOf(text.raw(b), TextHeadMax)
 		}
 		if d.opts.KeepText && text.set {
-			m.Text = appendCapped(m.Text, text.raw(b), text.esc, d.opts.MaxKeepBytes)
+			m.Text = appendCapped(m.Text, text.raw(b), d.opts.MaxKeepBytes)
 		}
 	case "thinking", "redacted_thinking":
 		m.ThinkingBlocks++
 		if d.opts.KeepThinking && thinking.set {
-			m.Thinking = appendCapped(m.Thinking, thinking.raw(b), thinking.esc, d.opts.MaxKeepBytes)
+			m.Thinking = appendCapped(m.Thinking, thinking.raw(b), d.opts.MaxKeepBytes)
 		}
 	case "tool_use", "server_tool_use":
 		tu := ToolUse{}
@@ -681,6 +695,40 @@ func (d *Decoder) taskInput(b []byte, v int, tu *ToolUse) {
 	})
 }
 
+// readLong locates the string at b[i] (which must be a quote) without
+// scanning all of it for escapes; only its head, where raw control
+// characters make the line invalid, is checked. It returns the raw
+// content and the index after the closing quote.
+func readLong(b []byte, i int) ([]byte, int, error) {
+	end, err := skipString(b, i+1)
+	if err != nil {
+		return nil, 0, err
+	}
+	raw := b[i+1 : end]
+	if hasControl(raw[:min(len(raw), headScan(TextHeadMax))]) {
+		return nil, 0, errSyntax
+	}
+	return raw, end + 1, nil
+}
+
+// headScan is how many raw bytes can unescape to max+4 bytes: an escape
+// takes at most 6 raw bytes per output byte.
+func headScan(max int) int { return 6 * (max + 4) }
+
+// headOf is head for strings located by readLong: whether they hold
+// escapes is learnt from the part that is read.
+func headOf(raw []byte, max int) (string, bool) {
+	prefix := raw[:min(len(raw), headScan(max))]
+	if bytes.IndexByte(prefix, '\\') < 0 {
+		return head(raw, false, max)
+	}
+	out := appendUnescaped(make([]byte, 0, max+4), prefix, max+4)
+	if len(out) > max || len(prefix) < len(raw) {
+		return string(cutUTF8(out, max)), true
+	}
+	return string(out), false
+}
+
 // head returns the unescaped string, cut to at most max bytes, and whether
 // it was cut.
 func head(raw []byte, esc bool, max int) (string, bool) {
@@ -699,14 +747,14 @@ func head(raw []byte, esc bool, max int) (string, bool) {
 	return string(out), false
 }
 
-func appendCapped(cur string, raw []byte, esc bool, max int) string {
+func appendCapped(cur string, raw []byte, max int) string {
 	if len(cur) >= max {
 		return cur
 	}
 	if cur != "" {
 		cur += "\n"
 	}
-	s, _ := head(raw, esc, max-len(cur))
+	s, _ := headOf(raw, max-len(cur))
 	return cur + s
 }
 
