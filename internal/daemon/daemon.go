@@ -72,15 +72,15 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger, stdout io.Writer)
 	}
 
 	// Decode and assemble.
-	dec := transcript.NewDecoder(transcript.Options{
+	decOpts := transcript.Options{
 		MaxLineBytes: cfg.MaxLineBytes,
 		KeepText:     cfg.Traces.Captures(CapturePrompts) || cfg.Traces.Captures(CaptureResponses),
 		KeepThinking: cfg.Traces.Captures(CaptureThinking),
 		KeepToolIO:   cfg.Traces.Captures(CaptureTools),
 		MaxKeepBytes: cfg.Traces.CaptureMaxBytes,
-	})
+	}
 	asm := session.New(session.Config{IdleTimeout: cfg.IdleTimeout}, session.Fanout(sinks))
-	rd := newReader(&cfg, logger.With("component", "reader"), self, asm, dec, now)
+	rd := newReader(&cfg, logger.With("component", "reader"), self, asm, decOpts, now)
 	stats := &statsPublisher{self: self}
 
 	if cfg.Oneshot {

@@ -38,14 +38,14 @@ type fileState struct {
 // reader owns the files and feeds their lines to the assembler. It runs
 // on one goroutine.
 type reader struct {
-	cfg   *Config
-	log   *slog.Logger
-	self  *prom.Self
-	asm   *session.Assembler
-	dec   *transcript.Decoder
-	rd    *tail.Reader
-	rec   transcript.Record
-	files map[string]*fileState
+	cfg  *Config
+	log  *slog.Logger
+	self *prom.Self
+	asm  *session.Assembler
+	// decOpts configures the decode workers.
+	decOpts transcript.Options
+	planner tail.Planner
+	files   map[string]*fileState
 	// restored holds saved watermarks for files not yet scanned.
 	restored map[string]checkpoint.Entry
 	now      func() time.Time
@@ -54,14 +54,13 @@ type reader struct {
 	live bool
 }
 
-func newReader(cfg *Config, log *slog.Logger, self *prom.Self, asm *session.Assembler, dec *transcript.Decoder, now func() time.Time) *reader {
+func newReader(cfg *Config, log *slog.Logger, self *prom.Self, asm *session.Assembler, decOpts transcript.Options, now func() time.Time) *reader {
 	return &reader{
 		cfg:      cfg,
 		log:      log,
 		self:     self,
 		asm:      asm,
-		dec:      dec,
-		rd:       tail.NewReader(1<<20, cfg.MaxLineBytes),
+		decOpts:  decOpts,
 		files:    map[string]*fileState{},
 		restored: map[string]checkpoint.Entry{},
 		now:      now,
@@ -161,22 +160,15 @@ func (r *reader) readMeta(f *fileState) {
 // readNew reads what was appended to f since its offset. atEOF hands an
 // unterminated last line over (one-shot runs); otherwise it waits. It
 // reports whether anything was read.
+// readNew reads what was appended to f since its offset (see readFiles).
 func (r *reader) readNew(f *fileState, atEOF bool) bool {
-	st, err := os.Stat(f.path)
-	if err != nil {
-		return false
-	}
-	replaced := f.info != nil && !os.SameFile(f.info, st)
-	if !replaced && !f.verify && st.Size() == f.offset {
-		f.info = st
-		return false
-	}
-	fh, err := os.Open(f.path)
-	if err != nil {
-		r.log.Warn("open failed", "path", f.path, "err", err)
-		return false
-	}
-	defer fh.Close()
+	return r.readFiles([]*fileState{f}, atEOF) > 0
+}
+
+// checkIdentity compares a file that got a new inode (or was restored
+// from the state) with its saved fingerprint; another file at the path is
+// read from the start. It reports false when the check itself failed.
+func (r *reader) checkIdentity(f *fileState, fh *os.File, replaced bool) bool {
 	if (replaced || f.verify) && f.fp.Len > 0 {
 		same, err := checkpoint.SameFile(fh, checkpoint.Entry{Fingerprint: f.fp.Sum, FPLen: f.fp.Len})
 		if err != nil {
@@ -191,70 +183,33 @@ func (r *reader) readNew(f *fileState, atEOF bool) bool {
 		}
 	}
 	f.verify = false
-	f.info = st
-	if st.Size() < f.offset {
-		// Truncated or rewritten in place: read again from the start;
-		// global dedup keeps lines already counted from counting twice.
-		r.log.Info("file shrank, reading again", "path", f.path, "offset", f.offset, "size", st.Size())
-		f.offset = 0
-	}
-	f.size, f.mtime = st.Size(), st.ModTime()
-	if st.Size() == f.offset {
-		return false
-	}
+	return true
+}
+
+// updateFingerprint completes the fingerprint of a file that was shorter
+// than the fingerprint's length.
+func (r *reader) updateFingerprint(f *fileState, fh *os.File) {
 	if f.fp.Len < checkpoint.FingerprintBytes {
 		if fp, err := checkpoint.FingerprintOf(fh); err == nil {
 			f.fp = fp
 		}
 	}
-	r.readMeta(f)
-	start := f.offset
-	now := r.now()
-	end, err := r.rd.ReadFrom(fh, f.offset, tail.ReadOptions{AtEOF: atEOF}, func(line []byte, _ int64, ls tail.LineStatus) error {
-		r.line(f, line, ls, now)
-		return nil
-	})
-	if err != nil {
-		r.log.Warn("read failed", "path", f.path, "err", err)
-	}
-	if r.live && end > start {
-		// From the file's last write to the processing of its lines.
-		r.self.TailLag.Observe(max(0, r.now().Sub(st.ModTime()).Seconds()))
-	}
-	f.offset = end
-	r.self.BytesRead.Add(float64(end - start))
-	return end > start
 }
 
-func (r *reader) line(f *fileState, line []byte, ls tail.LineStatus, now time.Time) {
-	r.self.LinesRead.Inc()
-	r.linesN++
-	if ls == tail.LineTooLong {
-		r.self.DecodeErrors.WithLabelValues(string(transcript.ReasonTooLong)).Inc()
-		return
-	}
-	if transcript.IsBlank(line) {
-		return
-	}
-	if err := r.dec.Decode(line, &r.rec); err != nil {
-		reason := transcript.ReasonOf(err)
-		if ls == tail.LineUnterminated {
-			reason = transcript.ReasonTruncated
-		}
-		r.self.DecodeErrors.WithLabelValues(string(reason)).Inc()
-		return
-	}
-	if !r.rec.Kind.Known() {
-		t := r.rec.Type
+// record hands one decoded record to the assembler, counting unknown
+// types and fields.
+func (r *reader) record(f *fileState, rec *transcript.Record, now time.Time) {
+	if !rec.Kind.Known() {
+		t := rec.Type
 		if t == "" {
 			t = "(none)"
 		}
 		r.self.UnknownRecords.WithLabelValues(boundType(t)).Inc()
 	}
-	if r.rec.UnknownFields > 0 {
-		r.self.UnknownFields.Add(float64(r.rec.UnknownFields))
+	if rec.UnknownFields > 0 {
+		r.self.UnknownFields.Add(float64(rec.UnknownFields))
 	}
-	r.asm.Add(&f.src, &r.rec, now)
+	r.asm.Add(&f.src, rec, now)
 }
 
 // boundType keeps unknown-type label values short and printable.
@@ -266,12 +221,4 @@ func boundType(t string) string {
 }
 
 // readAll reads every known file to its end.
-func (r *reader) readAll(files []*fileState, atEOF bool) int {
-	n := 0
-	for _, f := range files {
-		if r.readNew(f, atEOF) {
-			n++
-		}
-	}
-	return n
-}
+func (r *reader) readAll(files []*fileState, atEOF bool) int { return r.readFiles(files, atEOF) }

@@ -65,14 +65,35 @@ type Stats struct {
 type ctxKey struct{ session, agent string }
 
 type ctxState struct {
-	sess   *sessState
-	agent  *agentState // nil in the main conversation
-	recent map[string]recInfo
+	sess  *sessState
+	agent *agentState // nil in the main conversation
+	// recent remembers the last records' uuids, times and message ids:
+	// a request's parent (the record that triggered it) and an interrupt's
+	// target are almost always among the last few lines.
+	recent []recInfo
+	next   int
 }
 
 type recInfo struct {
+	uuid  string
 	t     time.Time
 	msgID string
+}
+
+// recentMax is how many records a context remembers for parent lookups.
+const recentMax = 16
+
+// lookup finds a recent record by uuid.
+func (c *ctxState) lookup(uuid string) (recInfo, bool) {
+	if uuid == "" {
+		return recInfo{}, false
+	}
+	for i := range c.recent {
+		if c.recent[i].uuid == uuid {
+			return c.recent[i], true
+		}
+	}
+	return recInfo{}, false
 }
 
 type sessState struct {
@@ -246,7 +267,7 @@ func (a *Assembler) ctxFor(s *sessState, agentID string, now time.Time) *ctxStat
 	k := ctxKey{s.id, agentID}
 	c := a.ctxs[k]
 	if c == nil {
-		c = &ctxState{sess: s, recent: make(map[string]recInfo)}
+		c = &ctxState{sess: s}
 		if agentID != "" {
 			ag := a.agents[agentID]
 			if ag == nil {
@@ -265,10 +286,12 @@ func (c *ctxState) remember(uuid string, t time.Time, msgID string) {
 	if uuid == "" {
 		return
 	}
-	if len(c.recent) >= 4096 {
-		clear(c.recent)
+	if len(c.recent) < recentMax {
+		c.recent = append(c.recent, recInfo{uuid: uuid, t: t, msgID: msgID})
+		return
 	}
-	c.recent[uuid] = recInfo{t: t, msgID: msgID}
+	c.recent[c.next] = recInfo{uuid: uuid, t: t, msgID: msgID}
+	c.next = (c.next + 1) % recentMax
 }
 
 func (a *Assembler) where(c *ctxState) Where {
@@ -398,7 +421,7 @@ func (a *Assembler) assistant(c *ctxState, r *transcript.Record, now time.Time) 
 	st := a.requests[m.ID]
 	if st == nil {
 		st = &reqState{seq: a.next(), where: a.where(c), msgID: m.ID, start: r.Timestamp, end: r.Timestamp}
-		if p, ok := c.recent[r.ParentUUID]; ok && !p.t.IsZero() && (r.Timestamp.IsZero() || !p.t.After(r.Timestamp)) {
+		if p, ok := c.lookup(r.ParentUUID); ok && !p.t.IsZero() && (r.Timestamp.IsZero() || !p.t.After(r.Timestamp)) {
 			st.start = p.t
 		}
 		st.model, st.stop, st.usage, st.requestID = m.Model, m.StopReason, m.Usage, r.RequestID
@@ -556,7 +579,7 @@ func (a *Assembler) user(c *ctxState, r *transcript.Record, now time.Time) {
 		}
 	}
 	if IsInterruptMarker(r) {
-		if p, ok := c.recent[r.ParentUUID]; ok && p.msgID != "" {
+		if p, ok := c.lookup(r.ParentUUID); ok && p.msgID != "" {
 			if st := a.requests[p.msgID]; st != nil {
 				st.interrupt = true
 			}

@@ -1,0 +1,260 @@
+package daemon
+
+import (
+	"os"
+	"runtime"
+	"sync"
+
+	"github.com/claude-transcript-exporter/claude-transcript-exporter/internal/tail"
+	"github.com/claude-transcript-exporter/claude-transcript-exporter/mapping/transcript"
+)
+
+// The decode stage runs in parallel, the assembly in order. Files are cut
+// into ranges of whole lines; workers read and decode ranges into records;
+// the pipeline goroutine hands the records to the assembler in file and
+// line order, so global deduplication and every "first seen" rule stay
+// exactly as in a sequential read.
+
+// chunkBytes is the size of a range a worker decodes at once.
+const chunkBytes = 4 << 20
+
+// job is one range of one file.
+type job struct {
+	seq int
+	f   *fileState
+	fh  *os.File
+	rg  tail.Range
+	// last marks the file's last range: its end is the file's new offset.
+	last bool
+}
+
+// decoded is what a worker made of a job.
+type decoded struct {
+	job
+	recs    []transcript.Record
+	lines   int
+	blank   int
+	reasons map[transcript.Reason]int
+	err     error
+}
+
+// worker owns a decoder and buffers.
+type worker struct {
+	dec *transcript.Decoder
+	buf []byte
+	rd  *tail.Reader
+	max int
+}
+
+func (w *worker) run(j job, recs []transcript.Record) decoded {
+	d := decoded{job: j, recs: recs[:0]}
+	n := j.rg.End - j.rg.Start
+	add := func(line []byte, st tail.LineStatus) {
+		d.lines++
+		if st == tail.LineTooLong {
+			d.reason(transcript.ReasonTooLong)
+			return
+		}
+		if transcript.IsBlank(line) {
+			d.blank++
+			return
+		}
+		// Reuse the records of a consumed batch: Decode resets them but
+		// keeps their slices, so steady-state decoding allocates little.
+		if len(d.recs) < cap(d.recs) {
+			d.recs = d.recs[:len(d.recs)+1]
+		} else {
+			d.recs = append(d.recs, transcript.Record{})
+		}
+		r := &d.recs[len(d.recs)-1]
+		if err := w.dec.Decode(line, r); err != nil {
+			d.recs = d.recs[:len(d.recs)-1]
+			reason := transcript.ReasonOf(err)
+			if st == tail.LineUnterminated {
+				reason = transcript.ReasonTruncated
+			}
+			d.reason(reason)
+		}
+	}
+	if n > 2*chunkBytes+int64(w.max) || n > 2*chunkBytes && w.max < chunkBytes {
+		// A range this long holds a line over the cap or close to it:
+		// stream it, so that what is over the cap is never buffered.
+		_, d.err = w.rd.ReadFrom(j.fh, j.rg.Start, tail.ReadOptions{Limit: j.rg.End, AtEOF: j.rg.Unterminated},
+			func(line []byte, _ int64, st tail.LineStatus) error {
+				add(line, st)
+				return nil
+			})
+		return d
+	}
+	data, err := tail.ReadRange(j.fh, j.rg, w.buf)
+	if err != nil {
+		d.err = err
+		return d
+	}
+	w.buf = data[:0]
+	tail.Lines(data, j.rg, w.max, func(line []byte, _ int64, st tail.LineStatus) { add(line, st) })
+	return d
+}
+
+func (d *decoded) reason(r transcript.Reason) {
+	if d.reasons == nil {
+		d.reasons = map[transcript.Reason]int{}
+	}
+	d.reasons[r]++
+}
+
+// decodeInOrder runs jobs on n workers and calls consume with each result
+// in job order. At most 2n results wait at a time, which bounds memory.
+func decodeInOrder(jobs []job, n, maxLine int, opts transcript.Options, consume func(*decoded)) {
+	if n < 1 {
+		n = 1
+	}
+	in := make(chan job)
+	out := make(chan decoded, n)
+	window := make(chan struct{}, 2*n)
+	// free holds record batches handed back after consumption, one per
+	// job in flight at most.
+	free := make(chan []transcript.Record, 2*n+n)
+	var wg sync.WaitGroup
+	for i := 0; i < n; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			w := &worker{dec: transcript.NewDecoder(opts), rd: tail.NewReader(1<<20, maxLine), max: maxLine}
+			for j := range in {
+				var recs []transcript.Record
+				select {
+				case recs = <-free:
+				default:
+				}
+				out <- w.run(j, recs)
+			}
+		}()
+	}
+	go func() {
+		for _, j := range jobs {
+			window <- struct{}{}
+			in <- j
+		}
+		close(in)
+		wg.Wait()
+		close(out)
+	}()
+	pending := map[int]decoded{}
+	next := 0
+	for d := range out {
+		pending[d.seq] = d
+		for {
+			r, ok := pending[next]
+			if !ok {
+				break
+			}
+			delete(pending, next)
+			consume(&r)
+			select {
+			case free <- r.recs:
+			default:
+			}
+			<-window
+			next++
+		}
+	}
+}
+
+// workers is the number of decode goroutines.
+func workers() int { return runtime.GOMAXPROCS(0) }
+
+// readFiles reads what was appended to each file since its offset, decoding
+// in parallel and assembling in order. atEOF hands unterminated last lines
+// over (one-shot runs). It returns the number of files that had new lines.
+func (r *reader) readFiles(files []*fileState, atEOF bool) int {
+	var jobs []job
+	var open []*os.File
+	defer func() {
+		for _, fh := range open {
+			fh.Close()
+		}
+	}()
+	for _, f := range files {
+		fh, from, size := r.prepare(f)
+		if fh == nil {
+			continue
+		}
+		open = append(open, fh)
+		ranges, err := r.planner.Plan(fh, from, size, chunkBytes, atEOF)
+		if err != nil {
+			r.log.Warn("read failed", "path", f.path, "err", err)
+			continue
+		}
+		for i, rg := range ranges {
+			jobs = append(jobs, job{seq: len(jobs), f: f, fh: fh, rg: rg, last: i == len(ranges)-1})
+		}
+	}
+	if len(jobs) == 0 {
+		return 0
+	}
+	now := r.now()
+	changed := map[*fileState]bool{}
+	decodeInOrder(jobs, workers(), r.cfg.MaxLineBytes, r.decOpts, func(d *decoded) {
+		f := d.f
+		if d.err != nil {
+			r.log.Warn("read failed", "path", f.path, "err", d.err)
+		}
+		r.linesN += int64(d.lines)
+		r.self.LinesRead.Add(float64(d.lines))
+		for reason, n := range d.reasons {
+			r.self.DecodeErrors.WithLabelValues(string(reason)).Add(float64(n))
+		}
+		for i := range d.recs {
+			r.record(f, &d.recs[i], now)
+		}
+		if d.err == nil {
+			r.self.BytesRead.Add(float64(d.rg.End - f.offset))
+			f.offset = d.rg.End
+			changed[f] = true
+		}
+		if d.last && r.live && d.err == nil {
+			r.self.TailLag.Observe(max(0, r.now().Sub(f.mtime).Seconds()))
+		}
+	})
+	return len(changed)
+}
+
+// prepare checks a file before reading it (identity, truncation) and
+// returns it open with the range to read, or nil when there is nothing
+// new.
+func (r *reader) prepare(f *fileState) (*os.File, int64, int64) {
+	st, err := os.Stat(f.path)
+	if err != nil {
+		return nil, 0, 0
+	}
+	replaced := f.info != nil && !os.SameFile(f.info, st)
+	if !replaced && !f.verify && st.Size() == f.offset {
+		f.info = st
+		return nil, 0, 0
+	}
+	fh, err := os.Open(f.path)
+	if err != nil {
+		r.log.Warn("open failed", "path", f.path, "err", err)
+		return nil, 0, 0
+	}
+	if !r.checkIdentity(f, fh, replaced) {
+		fh.Close()
+		return nil, 0, 0
+	}
+	f.info = st
+	if st.Size() < f.offset {
+		// Truncated or rewritten in place: read again from the start;
+		// global dedup keeps lines already counted from counting twice.
+		r.log.Info("file shrank, reading again", "path", f.path, "offset", f.offset, "size", st.Size())
+		f.offset = 0
+	}
+	f.size, f.mtime = st.Size(), st.ModTime()
+	if st.Size() == f.offset {
+		fh.Close()
+		return nil, 0, 0
+	}
+	r.updateFingerprint(f, fh)
+	r.readMeta(f)
+	return fh, f.offset, st.Size()
+}

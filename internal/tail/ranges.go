@@ -1,0 +1,157 @@
+package tail
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+)
+
+// Range is a part of a file made of whole lines: it starts at the start
+// of a line and ends just after a '\n' (or, for the last range of a read
+// AtEOF, at the end of the file). Ranges can be read and split into lines
+// independently, so several goroutines can decode one large file.
+type Range struct {
+	Start, End int64
+	// Unterminated says the range ends with bytes that have no '\n' yet
+	// (only when the plan was made AtEOF).
+	Unterminated bool
+}
+
+// probe is how much is read at a time to find a line boundary.
+const probe = 64 << 10
+
+// Planner splits files into ranges; it reuses its probe buffer, so one
+// planner serves one goroutine.
+type Planner struct {
+	buf []byte
+}
+
+// Plan splits [from, size) of f into ranges of about chunk bytes, each
+// ending at a line boundary. Without atEOF, the bytes after the last '\n'
+// are left out (a half-written line waits); with it, they form the last
+// range. It reads only small windows around the cut points.
+func (p *Planner) Plan(f io.ReaderAt, from, size, chunk int64, atEOF bool) ([]Range, error) {
+	if chunk <= 0 {
+		chunk = 4 << 20
+	}
+	var out []Range
+	start := from
+	if p.buf == nil {
+		p.buf = make([]byte, probe)
+	}
+	buf := p.buf
+	for start < size {
+		cut := start + chunk
+		if cut >= size {
+			cut = size
+		}
+		// Find the first '\n' at or after cut-1, i.e. the end of the line
+		// that holds byte cut-1.
+		end, err := nextNewline(f, cut-1, size, buf)
+		if err != nil {
+			return nil, err
+		}
+		if end < 0 {
+			// No '\n' from cut-1 on: the rest is an unterminated line.
+			// Whole lines before it still form a range.
+			last, err := lastNewline(f, start, cut, buf)
+			if err != nil {
+				return nil, err
+			}
+			if last >= start {
+				out = append(out, Range{Start: start, End: last + 1})
+				start = last + 1
+			}
+			if atEOF && start < size {
+				out = append(out, Range{Start: start, End: size, Unterminated: true})
+			}
+			return out, nil
+		}
+		out = append(out, Range{Start: start, End: end + 1})
+		start = end + 1
+	}
+	return out, nil
+}
+
+// nextNewline returns the offset of the first '\n' in [at, size), or -1.
+func nextNewline(f io.ReaderAt, at, size int64, buf []byte) (int64, error) {
+	for at < size {
+		n := int64(len(buf))
+		if at+n > size {
+			n = size - at
+		}
+		m, err := f.ReadAt(buf[:n], at)
+		if err != nil && !errors.Is(err, io.EOF) {
+			return 0, fmt.Errorf("find line end: %w", err)
+		}
+		if i := bytes.IndexByte(buf[:m], '\n'); i >= 0 {
+			return at + int64(i), nil
+		}
+		if m == 0 {
+			break
+		}
+		at += int64(m)
+	}
+	return -1, nil
+}
+
+// lastNewline returns the offset of the last '\n' in [from, to), or -1.
+func lastNewline(f io.ReaderAt, from, to int64, buf []byte) (int64, error) {
+	for to > from {
+		n := int64(len(buf))
+		if to-n < from {
+			n = to - from
+		}
+		at := to - n
+		m, err := f.ReadAt(buf[:n], at)
+		if err != nil && !errors.Is(err, io.EOF) {
+			return 0, fmt.Errorf("find line end: %w", err)
+		}
+		if i := bytes.LastIndexByte(buf[:m], '\n'); i >= 0 {
+			return at + int64(i), nil
+		}
+		to = at
+	}
+	return -1, nil
+}
+
+// ReadRange reads a range into buf (grown as needed) and returns it.
+func ReadRange(f io.ReaderAt, r Range, buf []byte) ([]byte, error) {
+	n := int(r.End - r.Start)
+	if cap(buf) < n {
+		buf = make([]byte, n)
+	}
+	buf = buf[:n]
+	m, err := f.ReadAt(buf, r.Start)
+	if err != nil && !(errors.Is(err, io.EOF) && m == n) {
+		return buf[:m], fmt.Errorf("read range: %w", err)
+	}
+	return buf, nil
+}
+
+// Lines calls fn for every line of a range's bytes, without its '\n', with
+// the file offset just after it. Lines over maxLine bytes are handed over
+// as nil with LineTooLong; the unterminated tail of a range read AtEOF as
+// LineUnterminated.
+func Lines(data []byte, r Range, maxLine int, fn func(line []byte, end int64, st LineStatus)) {
+	pos := r.Start
+	for len(data) > 0 {
+		i := bytes.IndexByte(data, '\n')
+		st := LineOK
+		var line []byte
+		var n int
+		if i < 0 {
+			line, n, st = data, len(data), LineUnterminated
+		} else {
+			line, n = data[:i], i+1
+		}
+		pos += int64(n)
+		if maxLine > 0 && len(line) > maxLine {
+			fn(nil, pos, LineTooLong)
+		} else {
+			fn(line, pos, st)
+		}
+		data = data[n:]
+	}
+}

@@ -1,0 +1,111 @@
+package tail
+
+import (
+	"bytes"
+	"fmt"
+	"strings"
+	"testing"
+)
+
+// linesOf splits content the way a sequential reader does.
+func linesOf(content string, atEOF bool) []string {
+	var out []string
+	for {
+		i := strings.IndexByte(content, '\n')
+		if i < 0 {
+			if atEOF && content != "" {
+				out = append(out, "~"+content)
+			}
+			return out
+		}
+		out = append(out, content[:i])
+		content = content[i+1:]
+	}
+}
+
+func TestPlannedRangesYieldTheSameLinesAsASequentialRead(t *testing.T) {
+	long := strings.Repeat("x", 300<<10) // longer than a probe window
+	contents := map[string]string{
+		"empty":               "",
+		"one line":            "a\n",
+		"no final newline":    "a\nbb\nccc",
+		"only a partial line": "partial",
+		"blank lines":         "\n\n\na\n\n",
+		"long line":           "a\n" + long + "\nb\n" + long,
+		"many short lines":    strings.Repeat("0123456789\n", 5000),
+	}
+	for name, content := range contents {
+		for _, chunk := range []int64{1, 7, 64, 4096, 1 << 20} {
+			for _, atEOF := range []bool{false, true} {
+				t.Run(fmt.Sprintf("%s/chunk=%d/eof=%v", name, chunk, atEOF), func(t *testing.T) {
+					f := strings.NewReader(content)
+					var p Planner
+					ranges, err := p.Plan(f, 0, int64(len(content)), chunk, atEOF)
+					if err != nil {
+						t.Fatal(err)
+					}
+					var got []string
+					prev := int64(0)
+					for _, rg := range ranges {
+						if rg.Start != prev {
+							t.Fatalf("ranges not contiguous: %v", ranges)
+						}
+						prev = rg.End
+						data, err := ReadRange(f, rg, nil)
+						if err != nil {
+							t.Fatal(err)
+						}
+						Lines(data, rg, 0, func(line []byte, end int64, st LineStatus) {
+							s := string(line)
+							if st == LineUnterminated {
+								s = "~" + s
+							}
+							if end > rg.End {
+								t.Fatalf("line end %d past range end %d", end, rg.End)
+							}
+							got = append(got, s)
+						})
+					}
+					want := linesOf(content, atEOF)
+					if strings.Join(got, "|") != strings.Join(want, "|") {
+						t.Fatalf("lines differ: got %d, want %d", len(got), len(want))
+					}
+					if !atEOF && prev != int64(strings.LastIndexByte(content, '\n')+1) {
+						t.Fatalf("plan ends at %d, want after the last newline", prev)
+					}
+				})
+			}
+		}
+	}
+}
+
+func TestPlanStartsAtTheGivenOffset(t *testing.T) {
+	content := "a\nb\nc\n"
+	var p Planner
+	ranges, err := p.Plan(strings.NewReader(content), 2, int64(len(content)), 1, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ranges) == 0 || ranges[0].Start != 2 || ranges[len(ranges)-1].End != 6 {
+		t.Fatalf("ranges %v", ranges)
+	}
+}
+
+func TestLinesOverTheCapAreReportedNotHandedOver(t *testing.T) {
+	data := []byte("short\n" + strings.Repeat("y", 100) + "\nok\n")
+	var got []string
+	Lines(data, Range{Start: 10, End: 10 + int64(len(data))}, 50, func(line []byte, end int64, st LineStatus) {
+		if st == LineTooLong {
+			if line != nil {
+				t.Fatal("a too-long line was handed over")
+			}
+			got = append(got, fmt.Sprintf("too_long@%d", end))
+			return
+		}
+		got = append(got, string(bytes.TrimSpace(line)))
+	})
+	want := "short|too_long@117|ok"
+	if strings.Join(got, "|") != want {
+		t.Fatalf("got %v, want %s", got, want)
+	}
+}
