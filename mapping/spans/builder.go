@@ -282,8 +282,10 @@ func (b *Builder) Session(u *session.Session) {
 	attrs := make([]Attr, 0, 10)
 	attrs = append(attrs, String(AttrConversationID, s.id))
 	attrs = s.metaAttrs(attrs)
-	if s.title != "" {
-		attrs = append(attrs, String(AttrSessionTitle, s.title))
+	// A title is written by the model from the prompt (ai-title) or by
+	// the human (custom-title): content, captured with prompts only.
+	if s.title != "" && b.cfg.Capture.Prompts {
+		attrs = append(attrs, String(AttrSessionTitle, b.cut(s.title)))
 	}
 	attrs = append(attrs, Int(AttrSessionTurns, int64(u.Turns)))
 	sp := Span{
@@ -562,8 +564,10 @@ func (b *Builder) agentSpan(s *sessState, u *session.Subagent, standIn bool) {
 		String(AttrAgentID, u.AgentID),
 		String(AttrAgentName, u.AgentType),
 	)
-	if u.Description != "" {
-		attrs = append(attrs, String(AttrAgentDescription, u.Description))
+	// The description is part of the Task/Agent call's input: content,
+	// captured with tools only.
+	if u.Description != "" && b.cfg.Capture.Tools {
+		attrs = append(attrs, String(AttrAgentDescription, b.cut(u.Description)))
 	}
 	if u.Warmup {
 		attrs = append(attrs, Bool(AttrAgentWarmup, true))

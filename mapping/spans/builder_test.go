@@ -243,8 +243,10 @@ func TestAttributes(t *testing.T) {
 			name: "root",
 			feed: func(b *spans.Builder) { b.Session(sessStart()); b.Session(sessEnd(9)) },
 			span: spans.RootSpanID(sid),
-			want: map[string]any{spans.AttrSessionID: sid, spans.AttrSessionTitle: "title", spans.AttrSessionTurns: int64(1),
+			want: map[string]any{spans.AttrSessionID: sid, spans.AttrSessionTurns: int64(1),
 				spans.AttrGitBranch: "main", spans.AttrVersion: "2.1.0", spans.AttrSlug: "slug", spans.AttrProjectPath: "/p"},
+			// The title is content (written from the prompt): captured only with prompts.
+			unset: []string{spans.AttrSessionTitle},
 		},
 		{
 			name: "warmup subagent",
@@ -262,8 +264,9 @@ func TestAttributes(t *testing.T) {
 			feed: func(b *spans.Builder) { b.Subagent(agent("a1", "tu1", 1, 2)) },
 			span: spans.AgentSpanID(sid, "a1"),
 			want: map[string]any{spans.AttrOperationName: "invoke_agent", spans.AttrAgentID: "a1",
-				spans.AttrAgentName: "Explore", spans.AttrAgentDescription: "look"},
-			unset: []string{spans.AttrAgentWarmup, spans.AttrAgentStandIn},
+				spans.AttrAgentName: "Explore"},
+			// The description is part of the tool input: captured only with tools.
+			unset: []string{spans.AttrAgentWarmup, spans.AttrAgentStandIn, spans.AttrAgentDescription},
 		},
 		{
 			name: "interrupted request",
@@ -480,13 +483,15 @@ func TestCapture(t *testing.T) {
 		b.Request(req(inTurn("p1"), "m1", 1, 2))
 		b.ToolCall(tool(inTurn("p1"), "tu1", "m1", "Bash", 1, 2, session.OutcomeOK))
 		b.APIError(&session.APIError{Where: main(), Kind: "rate_limit", Time: at(1), Text: "limit"})
+		b.Subagent(agent("a1", "tu1", 1, 2))
 		b.Session(sessEnd(3))
 	}
 	off := run(spans.Config{}, feed)
 	for _, s := range off.all {
 		for _, a := range s.Attrs {
 			switch a.Key {
-			case spans.AttrPrompt, spans.AttrResponse, spans.AttrThinking, spans.AttrToolInput, spans.AttrToolOutput:
+			case spans.AttrPrompt, spans.AttrResponse, spans.AttrThinking, spans.AttrToolInput, spans.AttrToolOutput,
+				spans.AttrSessionTitle, spans.AttrAgentDescription:
 				t.Errorf("capture off: %s on %s", a.Key, s.Name)
 			}
 		}
@@ -506,6 +511,9 @@ func TestCapture(t *testing.T) {
 	root := on.byID(spans.RootSpanID(sid))
 	if v, _ := (&spans.Span{Attrs: root.Events[0].Attrs}).Attr(spans.AttrErrorText); v.Str != "li" {
 		t.Errorf("error text %q", v.Str)
+	}
+	if attr(t, root, spans.AttrSessionTitle) != "ti" || attr(t, on.byID(spans.AgentSpanID(sid, "a1")), spans.AttrAgentDescription) != "lo" {
+		t.Errorf("title %v description %v", attr(t, root, spans.AttrSessionTitle), attr(t, on.byID(spans.AgentSpanID(sid, "a1")), spans.AttrAgentDescription))
 	}
 	only := run(spans.Config{Capture: spans.Capture{Tools: true}}, feed)
 	if _, ok := only.byID(spans.TurnSpanID(sid, "p1")).Attr(spans.AttrPrompt); ok {
