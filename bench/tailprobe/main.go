@@ -1,0 +1,350 @@
+// Command tailprobe measures a running exporter daemon: its idle CPU and
+// the latency from appending a transcript line to seeing it counted on
+// /metrics.
+//
+//	tailprobe -addr 127.0.0.1:PORT -pid PID -dir CLAUDE_DIR [-idle 60s] [-appends 50]
+//
+// It waits for /-/ready, lets the daemon settle, reads utime+stime from
+// /proc/PID/stat over the idle window (nothing is scraped meanwhile), then
+// appends one line at a time to distinct transcript files under DIR and
+// polls /metrics until claude_transcript_exporter_lines_read_total grows.
+// Results are printed as key=value lines for bench/run.sh.
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"io/fs"
+	mrand "math/rand/v2"
+	"net/http"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+)
+
+const linesMetric = "claude_transcript_exporter_lines_read_total"
+
+func main() {
+	addr := flag.String("addr", "", "daemon host:port")
+	pid := flag.Int("pid", 0, "daemon process id (for /proc/PID/stat)")
+	dir := flag.String("dir", "", "Claude config dir the daemon reads (appends go to its transcripts)")
+	readyTimeout := flag.Duration("ready-timeout", 10*time.Minute, "how long to wait for /-/ready")
+	settle := flag.Duration("settle", 5*time.Second, "wait after ready before the idle window")
+	idle := flag.Duration("idle", 60*time.Second, "idle window (0 skips)")
+	appends := flag.Int("appends", 50, "appended lines (0 skips)")
+	pollEvery := flag.Duration("poll", 5*time.Millisecond, "how often /metrics is polled after an append")
+	timeout := flag.Duration("timeout", 15*time.Second, "give up on one append after this long")
+	clkTck := flag.Int("clk-tck", 100, "clock ticks per second of /proc/PID/stat (getconf CLK_TCK)")
+	flag.Parse()
+	if *addr == "" || *pid == 0 || *dir == "" {
+		fmt.Fprintln(os.Stderr, "usage: tailprobe -addr HOST:PORT -pid PID -dir CLAUDE_DIR [flags]")
+		os.Exit(2)
+	}
+	base := "http://" + *addr
+	client := &http.Client{Timeout: 10 * time.Second}
+
+	// Ready.
+	t0 := time.Now()
+	for {
+		if _, err := os.Stat(fmt.Sprintf("/proc/%d", *pid)); err != nil {
+			fatal(fmt.Errorf("daemon (pid %d) exited before ready", *pid))
+		}
+		resp, err := client.Get(base + "/-/ready")
+		if err == nil {
+			_, _ = io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				break
+			}
+		}
+		if time.Since(t0) > *readyTimeout {
+			fatal(fmt.Errorf("not ready after %s", *readyTimeout))
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	fmt.Printf("ready_after_s=%.2f\n", time.Since(t0).Seconds())
+	body, err := scrape(client, base)
+	if err != nil {
+		fatal(err)
+	}
+	for _, m := range []string{"claude_transcript_exporter_files_watched", "claude_transcript_exporter_backfill_duration_seconds", linesMetric} {
+		if v, ok := metric(body, m); ok {
+			fmt.Printf("%s=%s\n", strings.TrimPrefix(m, "claude_transcript_exporter_"), strconv.FormatFloat(v, 'f', -1, 64))
+		}
+	}
+
+	// Idle CPU.
+	time.Sleep(*settle)
+	if *idle > 0 {
+		c0, err := cpuTicks(*pid)
+		if err != nil {
+			fatal(err)
+		}
+		w0 := time.Now()
+		time.Sleep(*idle)
+		c1, err := cpuTicks(*pid)
+		if err != nil {
+			fatal(err)
+		}
+		wall := time.Since(w0).Seconds()
+		cpu := float64(c1-c0) / float64(*clkTck)
+		fmt.Printf("idle_window_s=%.1f\nidle_cpu_s=%.3f\nidle_cpu_pct=%.3f\n", wall, cpu, 100*cpu/wall)
+	}
+	if rss, hwm, err := memStatus(*pid); err == nil {
+		fmt.Printf("rss_mib=%.1f\nhwm_mib=%.1f\n", rss, hwm)
+	}
+
+	// Append latency.
+	if *appends <= 0 {
+		return
+	}
+	files, err := appendable(*dir, *appends)
+	if err != nil {
+		fatal(err)
+	}
+	var lat []float64
+	timeouts := 0
+	for i, f := range files {
+		time.Sleep(time.Duration(100+mrand.IntN(200)) * time.Millisecond) // off any tick phase
+		body, err := scrape(client, base)
+		if err != nil {
+			fatal(err)
+		}
+		before, ok := metric(body, linesMetric)
+		if !ok {
+			fatal(fmt.Errorf("%s not on /metrics", linesMetric))
+		}
+		start := time.Now()
+		if err := appendLine(f, i); err != nil {
+			fatal(err)
+		}
+		seen := false
+		for time.Since(start) < *timeout {
+			body, err := scrape(client, base)
+			if err != nil {
+				fatal(err)
+			}
+			if v, _ := metric(body, linesMetric); v > before {
+				seen = true
+				break
+			}
+			time.Sleep(*pollEvery)
+		}
+		if !seen {
+			timeouts++
+			continue
+		}
+		lat = append(lat, float64(time.Since(start).Microseconds())/1000)
+	}
+	sort.Float64s(lat)
+	fmt.Printf("appends=%d\nappend_timeouts=%d\n", len(files), timeouts)
+	if len(lat) > 0 {
+		fmt.Printf("append_p50_ms=%.1f\nappend_p99_ms=%.1f\nappend_max_ms=%.1f\nappend_min_ms=%.1f\n",
+			quantile(lat, 0.50), quantile(lat, 0.99), lat[len(lat)-1], lat[0])
+	}
+}
+
+func fatal(err error) {
+	fmt.Fprintln(os.Stderr, "tailprobe:", err)
+	fmt.Printf("error=%q\n", err.Error())
+	os.Exit(1)
+}
+
+// quantile of sorted xs, nearest rank.
+func quantile(xs []float64, q float64) float64 {
+	i := int(q*float64(len(xs))+0.999999) - 1
+	if i < 0 {
+		i = 0
+	}
+	if i >= len(xs) {
+		i = len(xs) - 1
+	}
+	return xs[i]
+}
+
+func scrape(c *http.Client, base string) ([]byte, error) {
+	resp, err := c.Get(base + "/metrics")
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("/metrics: %s", resp.Status)
+	}
+	return io.ReadAll(resp.Body)
+}
+
+// metric returns the value of an unlabelled sample.
+func metric(body []byte, name string) (float64, bool) {
+	sc := bufio.NewScanner(bytes.NewReader(body))
+	sc.Buffer(make([]byte, 0, 64<<10), 16<<20)
+	prefix := name + " "
+	for sc.Scan() {
+		if line := sc.Text(); strings.HasPrefix(line, prefix) {
+			v, err := strconv.ParseFloat(strings.TrimSpace(line[len(prefix):]), 64)
+			return v, err == nil
+		}
+	}
+	return 0, false
+}
+
+// cpuTicks is utime+stime of the whole process (fields 14 and 15 of
+// /proc/PID/stat), in clock ticks.
+func cpuTicks(pid int) (int64, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, err
+	}
+	// The command name (field 2) may hold spaces; fields restart after ')'.
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 {
+		return 0, errors.New("bad /proc stat")
+	}
+	f := strings.Fields(s[i+1:])
+	// f[0] is field 3 (state); utime is field 14 -> f[11], stime f[12].
+	if len(f) < 13 {
+		return 0, errors.New("short /proc stat")
+	}
+	u, err1 := strconv.ParseInt(f[11], 10, 64)
+	st, err2 := strconv.ParseInt(f[12], 10, 64)
+	if err1 != nil || err2 != nil {
+		return 0, errors.New("bad /proc stat times")
+	}
+	return u + st, nil
+}
+
+// memStatus returns VmRSS and VmHWM in MiB.
+func memStatus(pid int) (rss, hwm float64, err error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, 0, err
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 2 {
+			continue
+		}
+		kb, _ := strconv.ParseFloat(f[1], 64)
+		switch f[0] {
+		case "VmRSS:":
+			rss = kb / 1024
+		case "VmHWM:":
+			hwm = kb / 1024
+		}
+	}
+	return rss, hwm, nil
+}
+
+// appendable picks n distinct transcript files (random, but the same for a
+// given tree) whose last byte is a newline, so an appended line is a line
+// of its own.
+func appendable(dir string, n int) ([]string, error) {
+	var all []string
+	err := filepath.WalkDir(filepath.Join(dir, "projects"), func(p string, de fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if !de.IsDir() && strings.HasSuffix(p, ".jsonl") && !strings.HasPrefix(de.Name(), ".") {
+			all = append(all, p)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	sort.Strings(all)
+	r := mrand.New(mrand.NewPCG(1, 2))
+	r.Shuffle(len(all), func(i, j int) { all[i], all[j] = all[j], all[i] })
+	var out []string
+	for _, p := range all {
+		if len(out) == n {
+			break
+		}
+		if endsWithNewline(p) {
+			out = append(out, p)
+		}
+	}
+	if len(out) < n {
+		return nil, fmt.Errorf("only %d of %d wanted files end with a newline", len(out), n)
+	}
+	return out, nil
+}
+
+func endsWithNewline(p string) bool {
+	f, err := os.Open(p)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil || st.Size() == 0 {
+		return false
+	}
+	b := make([]byte, 1)
+	if _, err := f.ReadAt(b, st.Size()-1); err != nil {
+		return false
+	}
+	return b[0] == '\n'
+}
+
+var sessionRE = regexp.MustCompile(`"sessionId":"([^"]+)"`)
+
+// appendLine appends a user line of the file's own session, in one write.
+func appendLine(p string, i int) error {
+	sess := "bench-probe"
+	if b, err := tail(p, 64<<10); err == nil {
+		if m := sessionRE.FindAllSubmatch(b, -1); len(m) > 0 {
+			sess = string(m[len(m)-1][1])
+		}
+	}
+	line := fmt.Sprintf(`{"type":"user","isSidechain":false,"userType":"external","uuid":"%s","parentUuid":null,"sessionId":"%s","timestamp":"%s","message":{"role":"user","content":"bench append probe %d"}}`+"\n",
+		uuid(), sess, time.Now().UTC().Format("2006-01-02T15:04:05.000Z"), i)
+	f, err := os.OpenFile(p, os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		return err
+	}
+	if _, err := f.WriteString(line); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+func tail(p string, n int64) ([]byte, error) {
+	f, err := os.Open(p)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	off := st.Size() - n
+	if off < 0 {
+		off = 0
+	}
+	b := make([]byte, st.Size()-off)
+	_, err = f.ReadAt(b, off)
+	return b, err
+}
+
+func uuid() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	h := hex.EncodeToString(b[:])
+	return h[0:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:]
+}
