@@ -43,7 +43,10 @@ type Assembler struct {
 	early    map[string]*earlyResult
 	seen     map[string]struct{} // dedup keys: "p:"+prompt uuid, "c:"+compaction uuid, "e:"+error id
 	sessions map[string]*sessState
-	agents   map[string]*agentState
+	// open holds the sessions not closed, so that a flush does not walk
+	// every session of the history.
+	open   map[string]*sessState
+	agents map[string]*agentState
 	// doneTool stands for every finished tool call that launched no
 	// subagent: only its id is kept, for dedup.
 	doneTool *toolState
@@ -52,6 +55,9 @@ type Assembler struct {
 	ctxs   map[ctxKey]*ctxState
 
 	stats Stats
+	// version grows with every change of state, so that the daemon can
+	// tell whether there is anything new to save.
+	version uint64
 }
 
 // Stats counts what the assembler met that is worth a self-metric.
@@ -176,6 +182,7 @@ func New(cfg Config, sink Sink) *Assembler {
 		early:    make(map[string]*earlyResult),
 		seen:     make(map[string]struct{}),
 		sessions: make(map[string]*sessState),
+		open:     make(map[string]*sessState),
 		agents:   make(map[string]*agentState),
 		byTool:   make(map[string]*agentState),
 		doneTool: &toolState{done: true},
@@ -200,6 +207,7 @@ func (a *Assembler) firstSeen(key string) bool {
 // Add feeds one decoded record from src. now is the wall-clock time of
 // processing (for settling and idle timeouts, never for span times).
 func (a *Assembler) Add(src *Source, r *transcript.Record, now time.Time) {
+	a.version++
 	c := a.context(src, r, now)
 	a.addIn(c, src, r, now)
 	if r.Kind == transcript.KindProgress && r.HasEmbedded() {
@@ -331,7 +339,10 @@ func (a *Assembler) addIn(c *ctxState, src *Source, r *transcript.Record, now ti
 	s.lastSeen = now
 	// A session closed by the idle timeout that gets new records is open
 	// again (it is not counted again).
-	s.ended = false
+	if s.ended || a.open[s.id] == nil {
+		s.ended = false
+		a.open[s.id] = s
+	}
 	isMsg := r.Kind == transcript.KindUser || r.Kind == transcript.KindAssistant
 	if r.Cwd != "" {
 		if c.agent == nil && (s.cwd == "" || !s.hasMain) && isMsg {
@@ -737,10 +748,7 @@ func (a *Assembler) Flush(now time.Time, final bool) {
 		a.emitRequest(st)
 	}
 	var closing []*sessState
-	for _, s := range a.sessions {
-		if s.ended {
-			continue
-		}
+	for _, s := range a.open {
 		if final || a.idle(s, now) {
 			closing = append(closing, s)
 		}
@@ -779,7 +787,11 @@ func (a *Assembler) refreshProject(w *Where) {
 	}
 }
 
+// Version returns a number that grows whenever the state changes.
+func (a *Assembler) Version() uint64 { return a.version }
+
 func (a *Assembler) emitRequest(st *reqState) {
+	a.version++
 	delete(a.pending, st.msgID)
 	st.emitted = true
 	a.refreshProject(&st.where)
@@ -808,6 +820,7 @@ func (a *Assembler) emitRequest(st *reqState) {
 }
 
 func (a *Assembler) closeSession(s *sessState) {
+	a.version++
 	// Requests of this session still settling are emitted first, so that
 	// their tool calls and turn close after them.
 	var ready []*reqState
@@ -855,5 +868,6 @@ func (a *Assembler) closeSession(s *sessState) {
 		s.turn = nil
 	}
 	s.ended = true
+	delete(a.open, s.id)
 	a.sink.Session(a.sessionUnit(s, true))
 }

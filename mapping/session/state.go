@@ -170,6 +170,7 @@ func (a *Assembler) Restore(st State, now time.Time) error {
 	clear(a.early)
 	clear(a.seen)
 	clear(a.sessions)
+	clear(a.open)
 	clear(a.agents)
 	clear(a.byTool)
 	clear(a.ctxs)
@@ -205,6 +206,9 @@ func (a *Assembler) Restore(st State, now time.Time) error {
 			ss.agents[id] = struct{}{}
 		}
 		a.sessions[s.ID] = ss
+		if !ss.ended {
+			a.open[s.ID] = ss
+		}
 	}
 	for _, ag := range st.Agents {
 		a.agents[ag.ID] = &agentState{seq: ag.Seq, id: ag.ID, sessionID: ag.SessionID, agentType: ag.AgentType,
