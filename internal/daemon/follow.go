@@ -39,7 +39,20 @@ func (f *follower) rescan() {
 	for i, fi := range found {
 		paths[i] = fi.Path
 	}
-	f.rd.readAll(f.rd.sync(paths), false)
+	f.rd.sync(paths)
+	// Read only the files the walk saw change: an idle daemon with
+	// thousands of transcripts stats each once per rescan, not twice.
+	var changed []*fileState
+	for _, fi := range found {
+		fs := f.rd.files[fi.Path]
+		if fs == nil {
+			continue
+		}
+		if fs.info == nil || fs.verify || fi.Size != fs.offset || fi.Size != fs.info.Size() || !fi.ModTime.Equal(fs.info.ModTime()) {
+			changed = append(changed, fs)
+		}
+	}
+	f.rd.readAll(changed, false)
 }
 
 // hint handles one fsnotify event: read the file now, or forget it.
