@@ -64,6 +64,8 @@ func run(args []string) int {
 	durationFlag(app, "otlp.timeout", "Time limit of one export attempt.", &cfg.Traces.Timeout)
 	intFlag(app, "otlp.batch-size", "Spans per export request.", &cfg.Traces.BatchSize)
 	app.Flag("otlp.headers", "Extra gRPC headers, key=value,key2=value2 (adds to OTEL_EXPORTER_OTLP_HEADERS).").StringVar(&cfg.Traces.Headers)
+	app.Flag("otlp.spool-dir", "Directory where spans wait on disk while the OTLP receiver is down or slow, so that metrics keep updating and no span is lost. Default: spool/ next to --state.file; without a state file there is no spool and an outage stalls reading once the in-memory queue is full. Not used with --oneshot.").
+		StringVar(&cfg.Traces.SpoolDir)
 	logCfg := &promslog.Config{}
 	flag.AddFlags(app, logCfg)
 

@@ -22,8 +22,11 @@ type Observer interface {
 	// Failed: an attempt to send n spans failed (they are kept and
 	// retried), or the receiver rejected n spans (partial success).
 	Failed(n int)
-	// Pending: n spans are queued and not yet acknowledged.
+	// Pending: n spans are queued (in memory or in the spool) and not
+	// yet acknowledged.
 	Pending(n int)
+	// Spooled: n of the pending spans are in the spool.
+	Spooled(n int)
 }
 
 // Clock is the time the queue runs on.
@@ -41,7 +44,8 @@ func (realClock) After(d time.Duration) <-chan time.Time { return time.After(d) 
 type QueueConfig struct {
 	// BatchSize is the most spans sent in one request (--otlp.batch-size).
 	BatchSize int
-	// MaxQueue is the most spans held; Enqueue blocks past it.
+	// MaxQueue is the most spans held in memory; past it Enqueue blocks,
+	// or, with a Spool, spills to the spool.
 	MaxQueue int
 	// Linger is how long a partial batch waits for more spans.
 	Linger time.Duration
@@ -53,8 +57,16 @@ type QueueConfig struct {
 	// GiveUpAfter, when positive, stops retrying once sends have failed
 	// for this long: the queue then drops what it holds and what it is
 	// given, and Close reports the failure. Zero retries for as long as
-	// the process runs (the daemon); one-shot runs set it.
+	// the process runs (the daemon); one-shot runs set it. It is ignored
+	// with a Spool.
 	GiveUpAfter time.Duration
+	// Spool, when set, makes Enqueue never block: spans wait in memory
+	// while the receiver keeps up; when a send fails or MaxQueue spans
+	// wait, the queue moves them, and every span after them, to the
+	// spool, and sends from the spool until it is empty. The queue owns
+	// the spool: Close closes it. Spans left in it are sent first by the
+	// next queue opened on the same directory.
+	Spool *Spool
 	// Endpoint names the receiver in error messages.
 	Endpoint string
 	Observer Observer
@@ -77,12 +89,19 @@ const (
 // oldest span has waited Linger; each batch is sent synchronously, so a
 // nil answer is the receiver's acknowledgement of those spans. A failed
 // batch is kept and retried with exponential backoff; spans are never
-// dropped while the process runs (unless GiveUpAfter is set). When
-// MaxQueue spans wait, Enqueue blocks: the transcript reader stalls
-// rather than memory growing. During a long receiver outage the daemon
-// therefore stops reading; the durable exported watermark (a later
-// issue) is what will let it drop spans and derive them again from the
-// transcripts instead.
+// dropped while the process runs (unless GiveUpAfter is set).
+//
+// Without a spool, Enqueue blocks when MaxQueue spans wait: the
+// transcript reader stalls rather than memory growing. With a spool
+// (the daemon), the queue has two modes. In memory mode spans wait in
+// memory, and the spool is empty. A failed send, or MaxQueue spans in
+// memory, switches to spool mode: the spans in memory are appended to
+// the spool in order, and so is every span enqueued after them; the
+// sender reads batches from the spool, sends them (with the same
+// backoff) and acknowledges them in the spool, and goes back to memory
+// mode once the spool is empty. Order is kept across the switches, memory
+// stays bounded by MaxQueue plus one batch, and Enqueue never waits for
+// the receiver.
 type Queue struct {
 	cfg QueueConfig
 	exp Exporter
@@ -102,6 +121,21 @@ type Queue struct {
 	gaveUp   error
 	dropped  int
 	stopped  bool
+
+	// Spool mode (cfg.Spool set).
+	spooling    bool      // new spans go to the spool; the sender reads it
+	spoolSince  time.Time // when spooling began
+	spoolReason string    // why
+	inflight    int       // spans of buf being sent
+	// moved: the batch in flight was appended to the spool meanwhile (a
+	// spill); movedOK: all of it. After a successful send the sender then
+	// skips it in the spool.
+	moved, movedOK bool
+	// lost counts spans the spool failed to take: they exist only in the
+	// transcripts now, so MemoryLen keeps them (until a restart rebuilds
+	// them) and the state file does not move past them.
+	lost       int
+	closeTotal int // failed attempts when Close began
 
 	ctx    context.Context // the sender's; cancelled by Close
 	cancel context.CancelFunc
@@ -145,6 +179,9 @@ func newQueue(exp Exporter, cfg QueueConfig) *Queue {
 	if cfg.Clock == nil {
 		cfg.Clock = realClock{}
 	}
+	if cfg.Spool != nil {
+		cfg.GiveUpAfter = 0
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	q := &Queue{
 		cfg:     cfg,
@@ -156,6 +193,15 @@ func newQueue(exp Exporter, cfg QueueConfig) *Queue {
 		cancel:  cancel,
 		done:    make(chan struct{}),
 	}
+	if cfg.Spool != nil {
+		// What a previous run left in the spool goes out first.
+		if n := cfg.Spool.Len(); n > 0 {
+			q.spooling, q.spoolSince, q.spoolReason = true, cfg.Clock.Now(), reasonRestart
+			cfg.Logger.Info("sending spans left in the spool", "dir", cfg.Spool.Dir(), "spans", n, "bytes", cfg.Spool.Bytes())
+			cfg.Observer.Pending(n)
+			cfg.Observer.Spooled(n)
+		}
+	}
 	return q
 }
 
@@ -164,12 +210,18 @@ type nopObserver struct{}
 func (nopObserver) Acknowledged(int, time.Time) {}
 func (nopObserver) Failed(int)                  {}
 func (nopObserver) Pending(int)                 {}
+func (nopObserver) Spooled(int)                 {}
 
-// Enqueue adds a span. It blocks while the queue is full, unless ctx is
-// done (shutdown: the span is taken beyond the bound, so that the final
-// flush completes and Close can try to deliver it). After the queue gave
-// up (GiveUpAfter) it drops the span and returns the failure.
+// Enqueue adds a span. Without a spool it blocks while the queue is
+// full, unless ctx is done (shutdown: the span is taken beyond the bound,
+// so that the final flush completes and Close can try to deliver it);
+// with a spool it never blocks. After the queue gave up (GiveUpAfter) or
+// was closed it drops the span and returns the failure; with a spool, it
+// also returns an error when the spool could not take the span.
 func (q *Queue) Enqueue(ctx context.Context, s spans.Span) error {
+	if q.cfg.Spool != nil {
+		return q.enqueueSpooled(&s)
+	}
 	q.mu.Lock()
 	for len(q.buf) >= q.cfg.MaxQueue && q.gaveUp == nil && ctx.Err() == nil {
 		space := q.space
@@ -184,7 +236,7 @@ func (q *Queue) Enqueue(ctx context.Context, s spans.Span) error {
 		q.dropped++
 		err := q.gaveUp
 		if err == nil {
-			err = errors.New("export spans: queue closed")
+			err = errClosed
 		}
 		q.mu.Unlock()
 		return err
@@ -202,6 +254,99 @@ func (q *Queue) Enqueue(ctx context.Context, s spans.Span) error {
 	return nil
 }
 
+var errClosed = errors.New("export spans: queue closed")
+
+// Why the queue went to spool mode.
+const (
+	reasonFull       = "memory queue full"
+	reasonFailed     = "send failed"
+	reasonCheckpoint = "checkpoint"
+	reasonShutdown   = "shutdown"
+	reasonRestart    = "left by the last run"
+)
+
+// enqueueSpooled is Enqueue with a spool: memory while the receiver keeps
+// up, the spool once it did not.
+func (q *Queue) enqueueSpooled(s *spans.Span) error {
+	q.mu.Lock()
+	if q.stopped {
+		q.dropped++
+		q.mu.Unlock()
+		return errClosed
+	}
+	var (
+		err  error
+		poke bool
+	)
+	switch {
+	case q.spooling:
+		err = q.toSpoolLocked(s)
+	case len(q.buf) >= q.cfg.MaxQueue:
+		q.spillLocked(reasonFull)
+		err = q.toSpoolLocked(s)
+		poke = true
+	default:
+		if len(q.buf) == 0 {
+			q.firstAt = q.cfg.Clock.Now()
+		}
+		q.buf = append(q.buf, *s)
+		n := len(q.buf)
+		poke = n == 1 || n%q.cfg.BatchSize == 0
+	}
+	n, spooled := q.lensLocked()
+	q.mu.Unlock()
+	q.cfg.Observer.Pending(n)
+	q.cfg.Observer.Spooled(spooled)
+	if poke {
+		q.poke()
+	}
+	return err
+}
+
+// toSpoolLocked appends a span to the spool. A span the spool refuses is
+// counted as lost. Called with q.mu held.
+func (q *Queue) toSpoolLocked(s *spans.Span) error {
+	err := q.cfg.Spool.Append(s)
+	if err != nil {
+		if q.lost == 0 {
+			q.cfg.Logger.Error("spool write failed: spans are dropped until a restart builds them again from the transcripts; the state file stops moving",
+				"dir", q.cfg.Spool.Dir(), "err", err)
+		}
+		q.lost++
+	}
+	return err
+}
+
+// spillLocked switches to spool mode: the spans in memory go to the spool,
+// in order. Called with q.mu held, in memory mode (the spool is empty).
+func (q *Queue) spillLocked(reason string) {
+	n := len(q.buf)
+	lostBefore := q.lost
+	for i := range q.buf {
+		_ = q.toSpoolLocked(&q.buf[i])
+		if i == q.inflight-1 {
+			q.movedOK = q.lost == lostBefore
+		}
+	}
+	if q.inflight > 0 {
+		q.moved = true
+	}
+	// Not cleared: a batch in flight still reads its part.
+	q.buf = nil
+	q.spooling, q.spoolSince, q.spoolReason = true, q.cfg.Clock.Now(), reason
+	q.cfg.Logger.Log(context.Background(), q.spoolLevel(), "spooling spans", "reason", reason, "dir", q.cfg.Spool.Dir(), "spans", n)
+}
+
+// spoolLevel is the level of the messages about entering and leaving
+// spool mode: checkpoints do so routinely, failures and overflows are
+// news.
+func (q *Queue) spoolLevel() slog.Level {
+	if q.spoolReason == reasonCheckpoint {
+		return slog.LevelDebug
+	}
+	return slog.LevelInfo
+}
+
 func (q *Queue) poke() {
 	select {
 	case q.wake <- struct{}{}:
@@ -209,11 +354,63 @@ func (q *Queue) poke() {
 	}
 }
 
-// Len returns the number of spans not yet acknowledged.
+// Len returns the number of spans not yet acknowledged: in memory and,
+// with a spool, in the spool.
 func (q *Queue) Len() int {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	return len(q.buf)
+	n, _ := q.lensLocked()
+	return n
+}
+
+// lensLocked returns the spans not acknowledged, and those of them in
+// the spool.
+func (q *Queue) lensLocked() (pending, spooled int) {
+	if q.cfg.Spool != nil {
+		spooled = q.cfg.Spool.Len()
+	}
+	return len(q.buf) + spooled, spooled
+}
+
+// MemoryLen returns the number of spans handed to the queue that are
+// neither acknowledged nor in the spool: those waiting in memory, plus
+// any the spool failed to take (until a restart). Without a spool it is
+// Len. Spans in the spool survive a crash once Sync has returned; these
+// do not.
+func (q *Queue) MemoryLen() int {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return len(q.buf) + q.lost
+}
+
+// Sync makes every span appended to the spool so far durable. Without a
+// spool, or after Close (which syncs), it does nothing.
+func (q *Queue) Sync() error {
+	if q.cfg.Spool == nil {
+		return nil
+	}
+	return q.cfg.Spool.Sync()
+}
+
+// Checkpoint makes every span handed to the queue so far durable: the
+// spans waiting in memory move to the spool (as after a failed send; the
+// sender sends them from there at once), and the spool is synced. After
+// it returns nil, MemoryLen is 0 unless the spool failed to take spans.
+// Without a spool it does nothing.
+func (q *Queue) Checkpoint() error {
+	if q.cfg.Spool == nil {
+		return nil
+	}
+	q.mu.Lock()
+	spilled := !q.stopped && !q.spooling && len(q.buf) > 0
+	if spilled {
+		q.spillLocked(reasonCheckpoint)
+	}
+	q.mu.Unlock()
+	if spilled {
+		q.poke()
+	}
+	return q.cfg.Spool.Sync()
 }
 
 func (q *Queue) run(ctx context.Context) {
@@ -252,13 +449,27 @@ func (q *Queue) step(ctx context.Context) (time.Duration, bool) {
 		q.mu.Unlock()
 		return 0, true
 	}
+	if q.spooling && q.cfg.Spool.Len() == 0 {
+		// Caught up: back to memory.
+		q.spooling = false
+		q.cfg.Logger.Log(ctx, q.spoolLevel(), "spool drained", "dir", q.cfg.Spool.Dir(), "reason", q.spoolReason,
+			"spooled_for", now.Sub(q.spoolSince).Round(time.Millisecond))
+	}
+	if q.spooling {
+		if wait := q.retryAt.Sub(now); wait > 0 {
+			q.mu.Unlock()
+			return wait, false
+		}
+		q.mu.Unlock()
+		return q.sendSpooled(ctx), false
+	}
 	if len(q.buf) == 0 {
 		q.mu.Unlock()
 		return -1, false
 	}
-	if now.Before(q.retryAt) {
+	if wait := q.retryAt.Sub(now); wait > 0 {
 		q.mu.Unlock()
-		return q.retryAt.Sub(now), false
+		return wait, false
 	}
 	n := min(len(q.buf), q.cfg.BatchSize)
 	if n < q.cfg.BatchSize && !q.closing {
@@ -267,37 +478,109 @@ func (q *Queue) step(ctx context.Context) (time.Duration, bool) {
 			return q.cfg.Linger - waited, false
 		}
 	}
-	// Enqueue only appends: the first n spans stay as they are while the
-	// batch is out.
+	// Enqueue only appends (and a spill only drops the slice): the first
+	// n spans stay as they are while the batch is out.
 	batch := q.buf[:n:n]
+	q.inflight = n
 	q.mu.Unlock()
 
 	actx, cancel := context.WithTimeout(ctx, q.cfg.ExportTimeout)
 	err := q.exp.Export(actx, batch)
 	cancel()
-	var rej *RejectedError
-	if err != nil && !errors.As(err, &rej) {
-		return q.failed(ctx, n, err), false
-	}
-	q.acked(n, rej)
-	return 0, false
+	return q.sent(ctx, n, err), false
 }
 
-// acked removes the first n spans after the receiver answered.
+// sent handles the answer to a batch sent from memory and returns the
+// wait before the next step.
+func (q *Queue) sent(ctx context.Context, n int, err error) time.Duration {
+	var rej *RejectedError
+	ok := err == nil || errors.As(err, &rej)
+	q.mu.Lock()
+	moved, movedOK := q.moved, q.movedOK
+	q.inflight, q.moved, q.movedOK = 0, false, false
+	if !ok && !moved && q.cfg.Spool != nil && ctx.Err() == nil {
+		q.spillLocked(reasonFailed)
+	}
+	if ok && !moved {
+		clear(q.buf[:n])
+		q.buf = q.buf[n:]
+		if len(q.buf) == 0 {
+			q.buf = nil // let the backing array go
+		} else if cap(q.buf) > 4*q.cfg.MaxQueue {
+			q.buf = append([]spans.Span(nil), q.buf...)
+		}
+		// What is left has waited during the send: it goes out at once.
+		q.firstAt = q.cfg.Clock.Now().Add(-q.cfg.Linger)
+	}
+	q.mu.Unlock()
+	if !ok {
+		return q.failed(ctx, n, err)
+	}
+	if moved && movedOK {
+		// The batch went to the spool while it was out: it is the
+		// spool's head; skip it there rather than send it twice.
+		if err := q.skipSpooled(n); err != nil {
+			q.cfg.Logger.Warn("spool: acknowledged spans will be sent again", "spans", n, "err", err)
+		}
+	}
+	q.acked(n, rej)
+	return 0
+}
+
+// skipSpooled acknowledges the first n spans of the spool.
+func (q *Queue) skipSpooled(n int) error {
+	batch, cur, bad, err := q.cfg.Spool.Read(n)
+	if err != nil {
+		return err
+	}
+	if len(batch)+bad != n {
+		return fmt.Errorf("skip %d spans in spool: found %d", n, len(batch)+bad)
+	}
+	return q.cfg.Spool.Ack(cur)
+}
+
+// sendSpooled sends the oldest batch of the spool and returns the wait
+// before the next step.
+func (q *Queue) sendSpooled(ctx context.Context) time.Duration {
+	batch, cur, bad, err := q.cfg.Spool.Read(q.cfg.BatchSize)
+	if err != nil {
+		return q.failed(ctx, 0, err)
+	}
+	if bad > 0 {
+		q.cfg.Observer.Failed(bad)
+		q.cfg.Logger.Warn("spool: dropped lines that do not decode", "dir", q.cfg.Spool.Dir(), "lines", bad)
+	}
+	if len(batch) == 0 {
+		if bad == 0 {
+			// Counted but not readable: should not happen; do not spin.
+			return q.failed(ctx, 0, fmt.Errorf("read spool %s: %d spans counted, none read", q.cfg.Spool.Dir(), q.cfg.Spool.Len()))
+		}
+		if err := q.cfg.Spool.Ack(cur); err != nil {
+			q.cfg.Logger.Warn("spool cursor not written", "err", err)
+		}
+		return 0
+	}
+	actx, cancel := context.WithTimeout(ctx, q.cfg.ExportTimeout)
+	err = q.exp.Export(actx, batch)
+	cancel()
+	var rej *RejectedError
+	if err != nil && !errors.As(err, &rej) {
+		return q.failed(ctx, len(batch), err)
+	}
+	if err := q.cfg.Spool.Ack(cur); err != nil {
+		q.cfg.Logger.Warn("spool cursor not written: acknowledged spans may be sent again after a restart", "err", err)
+	}
+	q.acked(len(batch), rej)
+	return 0
+}
+
+// acked records that the receiver answered for n spans (already removed
+// from memory or the spool).
 func (q *Queue) acked(n int, rej *RejectedError) {
 	now := q.cfg.Clock.Now()
 	q.mu.Lock()
-	clear(q.buf[:n])
-	q.buf = q.buf[n:]
-	if len(q.buf) == 0 {
-		q.buf = nil // let the backing array go
-	} else if cap(q.buf) > 4*q.cfg.MaxQueue {
-		q.buf = append([]spans.Span(nil), q.buf...)
-	}
-	// What is left has waited during the send: it goes out at once.
-	q.firstAt = now.Add(-q.cfg.Linger)
 	q.attempts, q.retryAt, q.failing = 0, time.Time{}, time.Time{}
-	left := len(q.buf)
+	left, spooled := q.lensLocked()
 	close(q.space)
 	q.space = make(chan struct{})
 	close(q.changed)
@@ -313,6 +596,7 @@ func (q *Queue) acked(n int, rej *RejectedError) {
 	}
 	q.cfg.Observer.Acknowledged(accepted, now)
 	q.cfg.Observer.Pending(left)
+	q.cfg.Observer.Spooled(spooled)
 }
 
 // failed records a failed attempt and returns the backoff before the
@@ -329,6 +613,9 @@ func (q *Queue) failed(ctx context.Context, n int, err error) time.Duration {
 	q.attempts++
 	q.total++
 	q.lastErr = err
+	if q.spooling && q.spoolReason == reasonCheckpoint {
+		q.spoolReason = reasonFailed // news now
+	}
 	if q.failing.IsZero() {
 		q.failing = now
 	}
@@ -339,8 +626,9 @@ func (q *Queue) failed(ctx context.Context, n int, err error) time.Duration {
 	backoff = min(backoff, q.cfg.MaxBackoff)
 	q.retryAt = now.Add(backoff)
 	if q.attempts == 1 || q.attempts%10 == 0 {
+		pending, spooled := q.lensLocked()
 		q.cfg.Logger.Warn("span export failed, retrying", "endpoint", q.cfg.Endpoint, "attempt", q.attempts,
-			"spans", n, "pending", len(q.buf), "retry_in", backoff, "err", err)
+			"spans", n, "pending", pending, "spooled", spooled, "retry_in", backoff, "err", err)
 	}
 	if q.cfg.GiveUpAfter > 0 && now.Sub(q.failing) >= q.cfg.GiveUpAfter {
 		q.gaveUp = q.failure(len(q.buf))
@@ -383,22 +671,30 @@ func describe(err error) string {
 // until the receiver has acknowledged it or ctx ends, and stops. It
 // returns an error naming the receiver and the last failure when spans
 // remain unacknowledged.
+//
+// With a spool, Close stops waiting as soon as a send fails, moves what
+// is left in memory to the spool, syncs and closes it: those spans go
+// out first in the next run, and Close returns nil unless the spool
+// failed.
 func (q *Queue) Close(ctx context.Context) error {
 	q.mu.Lock()
 	q.closing = true
 	q.retryAt = time.Time{} // one more attempt now
+	q.closeTotal = q.total
 	q.mu.Unlock()
 	q.poke()
 	var err error
 	for {
 		q.mu.Lock()
-		left, gaveUp, changed := len(q.buf), q.gaveUp, q.changed
+		left, _ := q.lensLocked()
+		gaveUp, changed := q.gaveUp, q.changed
+		keep := q.cfg.Spool != nil && q.total > q.closeTotal
 		q.mu.Unlock()
 		if gaveUp != nil {
 			err = gaveUp
 			break
 		}
-		if left == 0 {
+		if left == 0 || keep {
 			break
 		}
 		select {
@@ -411,7 +707,7 @@ func (q *Queue) Close(ctx context.Context) error {
 		q.cancel()
 		<-q.done
 		q.mu.Lock()
-		if len(q.buf) > 0 {
+		if len(q.buf) > 0 && q.cfg.Spool == nil {
 			err = q.failure(len(q.buf))
 		}
 		q.mu.Unlock()
@@ -421,7 +717,22 @@ func (q *Queue) Close(ctx context.Context) error {
 	<-q.done
 	q.mu.Lock()
 	q.stopped = true
+	if q.cfg.Spool != nil && len(q.buf) > 0 {
+		q.inflight = 0 // the sender has stopped
+		q.spillLocked(reasonShutdown)
+	}
+	lost := q.lost
 	q.mu.Unlock()
+	if q.cfg.Spool != nil {
+		if n := q.cfg.Spool.Len(); n > 0 {
+			q.cfg.Logger.Info("spans kept in the spool for the next run", "dir", q.cfg.Spool.Dir(), "spans", n, "bytes", q.cfg.Spool.Bytes())
+		}
+		if cerr := q.cfg.Spool.Close(); cerr != nil {
+			err = fmt.Errorf("export spans: %w", cerr)
+		} else if lost > 0 {
+			err = fmt.Errorf("export spans: the spool in %s did not take %d spans (they are built again from the transcripts at the next start)", q.cfg.Spool.Dir(), lost)
+		}
+	}
 	sctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
 	if serr := q.exp.Shutdown(sctx); serr != nil && err == nil {

@@ -86,9 +86,9 @@ func (c *fakeClock) advance(d time.Duration) {
 }
 
 type counts struct {
-	mu                     sync.Mutex
-	acked, failed, pending int
-	last                   time.Time
+	mu                              sync.Mutex
+	acked, failed, pending, spooled int
+	last                            time.Time
 }
 
 func (c *counts) Acknowledged(n int, t time.Time) {
@@ -99,6 +99,7 @@ func (c *counts) Acknowledged(n int, t time.Time) {
 }
 func (c *counts) Failed(n int)  { c.mu.Lock(); c.failed += n; c.mu.Unlock() }
 func (c *counts) Pending(n int) { c.mu.Lock(); c.pending = n; c.mu.Unlock() }
+func (c *counts) Spooled(n int) { c.mu.Lock(); c.spooled = n; c.mu.Unlock() }
 
 func span(name string) spans.Span { return spans.Span{Name: name} }
 

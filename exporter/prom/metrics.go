@@ -216,6 +216,7 @@ type Self struct {
 	SpansExported      prometheus.Counter
 	SpansFailed        prometheus.Counter
 	SpansPending       prometheus.Gauge
+	SpoolSpans         prometheus.Gauge
 	LastExport         prometheus.Gauge
 	TailLag            prometheus.Histogram
 	BackfillDone       prometheus.Gauge
@@ -249,6 +250,8 @@ func NewSelf(reg prometheus.Registerer) *Self {
 			Help: "Spans of failed export attempts (kept and retried) and spans the receiver rejected."}),
 		SpansPending: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Subsystem: sub, Name: "spans_pending",
 			Help: "Spans built and not yet acknowledged."}),
+		SpoolSpans: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Subsystem: sub, Name: "spool_spans",
+			Help: "Spans waiting in the on-disk spool for the OTLP receiver (included in spans_pending)."}),
 		LastExport: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Subsystem: sub, Name: "last_export_timestamp_seconds",
 			Help: "Unix time of the last successful span export (0: never)."}),
 		TailLag: prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: ns, Subsystem: sub, Name: "tail_lag_seconds",
@@ -270,7 +273,7 @@ func NewSelf(reg prometheus.Registerer) *Self {
 			Help: "Assistant lines without message.id (not counted as requests)."}),
 	}
 	reg.MustRegister(s.FilesWatched, s.LinesRead, s.BytesRead, s.DecodeErrors, s.UnknownRecords, s.UnknownFields,
-		s.SpansExported, s.SpansFailed, s.SpansPending, s.LastExport, s.TailLag, s.BackfillDone, s.BackfillSeconds,
+		s.SpansExported, s.SpansFailed, s.SpansPending, s.SpoolSpans, s.LastExport, s.TailLag, s.BackfillDone, s.BackfillSeconds,
 		s.StateFileAge, s.DuplicateLines, s.OrphanToolResults, s.ClampedTimes, s.AssistantWithoutID,
 		versioncollector.NewCollector(Namespace+"_exporter"))
 	for _, r := range transcript.Reasons() {

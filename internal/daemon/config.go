@@ -62,6 +62,10 @@ type TracesConfig struct {
 	Headers         string   // --otlp.headers (k=v,k2=v2)
 	BatchSize       int      // --otlp.batch-size
 	Timeout         time.Duration
+	// SpoolDir holds spans the receiver has not taken yet, so that an
+	// outage never stalls the pipeline (--otlp.spool-dir). Empty: spool/
+	// next to the state file; no spool without a state file.
+	SpoolDir string
 }
 
 // NewConfig returns the defaults. ClaudeDirs is left empty: DefaultClaudeDirs
@@ -225,6 +229,11 @@ func (c *Config) Validate() error {
 	}
 	if t.BatchSize < 1 {
 		return fmt.Errorf("--otlp.batch-size: %d must be positive", t.BatchSize)
+	}
+	if t.SpoolDir != "" {
+		if st, err := os.Stat(t.SpoolDir); err == nil && !st.IsDir() {
+			return fmt.Errorf("--otlp.spool-dir: %s is not a directory", t.SpoolDir)
+		}
 	}
 	return nil
 }

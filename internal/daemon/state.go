@@ -73,16 +73,23 @@ type stateKeeper struct {
 }
 
 // save writes a snapshot of the state. With traces on, a snapshot is
-// written only once every span built so far has been acknowledged, so that
-// the watermarks it saves are both counted and exported; during a receiver
-// outage the file stays at the last acknowledged point and a restart
-// re-reads (and re-sends) from there.
+// written only once every span built so far is safe: acknowledged by the
+// receiver, or synced to the spool, which the next run sends first. The
+// watermarks it saves are then both counted and exported (or as good as).
+// Without a spool, a receiver outage keeps the file at the last
+// acknowledged point and a restart re-reads (and re-sends) from there.
 func (k *stateKeeper) save(usage *prom.Metrics, asm *session.Assembler, rd *reader, traces *tracesStage, now time.Time) {
 	if k.cfg.StateFile == "" {
 		return
 	}
-	if traces != nil && traces.pending != nil && traces.pending() > 0 {
-		return
+	if traces != nil && traces.durable != nil {
+		ok, err := traces.durable()
+		if err != nil {
+			k.log.Warn("state not written", "err", err)
+		}
+		if !ok {
+			return
+		}
 	}
 	snap, err := takeSnapshot(k.cfg, usage, asm, rd, now)
 	if err == nil {

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/url"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -22,8 +23,11 @@ import (
 type tracesStage struct {
 	sink  session.Sink
 	close func(ctx context.Context, timeout time.Duration) error
-	// pending reports spans built and not yet acknowledged.
-	pending func() int
+	// durable reports whether every span built so far survives a crash:
+	// acknowledged by the receiver, or in the spool (which it syncs).
+	// Only then may the state file move: lines after its offsets are
+	// read again after a crash, and their spans built again.
+	durable func() (bool, error)
 }
 
 // Environment variables that configure the OTLP exporter (read by the
@@ -94,6 +98,15 @@ func buildTraces(ctx context.Context, cfg *Config, logger *slog.Logger, self *pr
 		// A one-shot run must end: stop retrying once the receiver has
 		// failed for as long as shutdown may take, and exit non-zero.
 		qcfg.GiveUpAfter = cfg.ShutdownTimeout
+	} else if dir := spoolDir(cfg); dir != "" {
+		// The daemon never waits for the receiver: what it has not taken
+		// waits on disk.
+		sp, err := otlp.OpenSpool(dir, otlp.SpoolConfig{})
+		if err != nil {
+			_ = exp.Shutdown(ctx)
+			return nil, fmt.Errorf("--otlp.spool-dir: %w", err)
+		}
+		qcfg.Spool = sp
 	}
 	q := otlp.NewQueue(exp, qcfg)
 
@@ -113,8 +126,12 @@ func buildTraces(ctx context.Context, cfg *Config, logger *slog.Logger, self *pr
 		}
 	}
 	b = spans.NewBuilder(builderConfig(tc), emit)
+	spool := "none"
+	if qcfg.Spool != nil {
+		spool = qcfg.Spool.Dir()
+	}
 	logger.Info("exporting spans", "exporter", kind, "endpoint", endpoint, "granularity", tc.Granularity,
-		"capture", strings.Join(tc.Capture, ","), "batch_size", tc.BatchSize)
+		"capture", strings.Join(tc.Capture, ","), "batch_size", tc.BatchSize, "spool", spool)
 
 	closeFn := func(ctx context.Context, timeout time.Duration) error {
 		cctx, cancel := context.WithTimeout(ctx, timeout)
@@ -127,11 +144,39 @@ func buildTraces(ctx context.Context, cfg *Config, logger *slog.Logger, self *pr
 		if err := q.Close(cctx); err != nil {
 			return err
 		}
-		logger.Info("spans delivered", "spans", st.Spans, "endpoint", endpoint)
+		if q.Len() == 0 {
+			logger.Info("spans delivered", "spans", st.Spans, "endpoint", endpoint)
+		}
 		return nil
 	}
-	pending := func() int { return q.Len() + b.Held() }
-	return &tracesStage{sink: b, close: closeFn, pending: pending}, nil
+	durable := func() (bool, error) {
+		// Only this goroutine adds spans, so once Checkpoint has moved
+		// those in memory to the spool and synced it, every span built so
+		// far is acknowledged or on disk; MemoryLen counts any the spool
+		// refused. Spans the builder still holds exist only here.
+		if b.Held() > 0 {
+			return false, nil
+		}
+		if err := q.Checkpoint(); err != nil {
+			return false, err
+		}
+		return q.MemoryLen() == 0, nil
+	}
+	return &tracesStage{sink: b, close: closeFn, durable: durable}, nil
+}
+
+// spoolDir resolves --otlp.spool-dir: the flag, else spool/ next to the
+// state file, else none. Without a state file a restart reads and sends
+// everything again anyway; the in-memory queue then blocks the reader
+// during a long outage.
+func spoolDir(cfg *Config) string {
+	switch {
+	case cfg.Traces.SpoolDir != "":
+		return cfg.Traces.SpoolDir
+	case cfg.StateFile != "":
+		return filepath.Join(filepath.Dir(cfg.StateFile), "spool")
+	}
+	return ""
 }
 
 // exporterKind resolves --traces.exporter: auto is otlp when an endpoint
@@ -224,3 +269,5 @@ func (o selfObserver) Acknowledged(n int, t time.Time) {
 func (o selfObserver) Failed(n int) { o.self.SpansFailed.Add(float64(n)) }
 
 func (o selfObserver) Pending(n int) { o.self.SpansPending.Set(float64(n)) }
+
+func (o selfObserver) Spooled(n int) { o.self.SpoolSpans.Set(float64(n)) }
