@@ -262,7 +262,7 @@ func NewSelf(reg prometheus.Registerer) *Self {
 		BackfillSeconds: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Subsystem: sub, Name: "backfill_duration_seconds",
 			Help: "How long reading the files present at start took."}),
 		StateFileAge: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Subsystem: sub, Name: "state_file_age_seconds",
-			Help: "Seconds since the state file was last written (0 when state is disabled)."}),
+			Help: "Seconds since the state file was last written or found current (0 when state is disabled)."}),
 		DuplicateLines: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "duplicate_request_lines_total",
 			Help: "Assistant lines of a request already seen (streamed lines, copies across files): deduplicated."}),
 		OrphanToolResults: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Subsystem: sub, Name: "orphan_tool_results",

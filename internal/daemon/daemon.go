@@ -174,7 +174,7 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger, stdout io.Writer)
 	rd.live = true
 	ready.Store(true)
 	logger.Info("backfill done", "files", len(rd.files), "lines", rd.linesN, "seconds", now().Sub(start).Seconds())
-	st.save(usage, asm, rd, traces, now())
+	st.save(usage, asm, rd, traces, now(), false)
 	fl.nextFlush = now().Add(cfg.StateFlushInterval)
 
 	// Follow until told to stop.
@@ -190,7 +190,8 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger, stdout io.Writer)
 					logger.Warn("span flush at shutdown incomplete", "err", err)
 				}
 			}
-			st.save(usage, asm, rd, traces, now())
+			st.wait()
+			st.save(usage, asm, rd, traces, now(), true)
 			return nil
 		case err := <-srvErr:
 			return err

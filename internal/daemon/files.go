@@ -52,6 +52,8 @@ type reader struct {
 	linesN   int64
 	// live is set after the backfill: tail lag is observed from then on.
 	live bool
+	// version grows whenever an offset or the file table changes.
+	version uint64
 }
 
 func newReader(cfg *Config, log *slog.Logger, self *prom.Self, asm *session.Assembler, decOpts transcript.Options, now func() time.Time) *reader {
@@ -79,6 +81,7 @@ func (r *reader) sync(paths []string) []*fileState {
 	for p := range r.files {
 		if !seen[p] {
 			delete(r.files, p)
+			r.version++
 		}
 	}
 	return r.sorted()
@@ -102,6 +105,7 @@ func (r *reader) add(p string) *fileState {
 			delete(r.restored, p)
 		}
 		r.files[p] = f
+		r.version++
 		r.self.FilesWatched.Set(float64(len(r.files)))
 		return f
 	}
@@ -111,6 +115,7 @@ func (r *reader) add(p string) *fileState {
 // drop forgets a file that was removed; its counts stay.
 func (r *reader) drop(p string) {
 	delete(r.files, p)
+	r.version++
 	r.self.FilesWatched.Set(float64(len(r.files)))
 }
 
@@ -180,6 +185,7 @@ func (r *reader) checkIdentity(f *fileState, fh *os.File, replaced bool) bool {
 			// dedup keeps copies of what was counted from counting twice.
 			r.log.Info("file replaced, reading from the start", "path", f.path)
 			f.offset, f.fp = 0, checkpoint.Fingerprint{}
+			r.version++
 		}
 	}
 	f.verify = false

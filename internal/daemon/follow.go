@@ -88,7 +88,7 @@ func (f *follower) Step(now time.Time) {
 	f.asm.Flush(now, false)
 	f.stats.publish(f.asm.Stats())
 	if !now.Before(f.nextFlush) {
-		f.keep.save(f.usage, f.asm, f.rd, f.traces, now)
+		f.keep.save(f.usage, f.asm, f.rd, f.traces, now, false)
 		f.nextFlush = now.Add(f.cfg.StateFlushInterval)
 	}
 	f.keep.age(now)

@@ -211,6 +211,7 @@ func (r *reader) readFiles(files []*fileState, atEOF bool) int {
 		if d.err == nil {
 			r.self.BytesRead.Add(float64(d.rg.End - f.offset))
 			f.offset = d.rg.End
+			r.version++
 			changed[f] = true
 		}
 		if d.last && r.live && d.err == nil {
@@ -248,6 +249,7 @@ func (r *reader) prepare(f *fileState) (*os.File, int64, int64) {
 		// global dedup keeps lines already counted from counting twice.
 		r.log.Info("file shrank, reading again", "path", f.path, "offset", f.offset, "size", st.Size())
 		f.offset = 0
+		r.version++
 	}
 	f.size, f.mtime = st.Size(), st.ModTime()
 	if st.Size() == f.offset {

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"sort"
+	"sync/atomic"
 	"time"
 
 	"github.com/claude-transcript-exporter/claude-transcript-exporter/exporter/prom"
@@ -12,32 +13,42 @@ import (
 )
 
 // snapshot is a consistent copy of the durable state, taken between two
-// lines on the pipeline goroutine.
+// lines on the pipeline goroutine; encoding and writing it can then happen
+// elsewhere.
 type snapshot struct {
-	file *checkpoint.File
-	at   time.Time
+	cfg      *Config
+	at       time.Time
+	counters prom.State
+	asm      session.State
+	files    []checkpoint.Entry
 }
 
 // takeSnapshot copies the counters, the assembler state and the file
 // watermarks.
-func takeSnapshot(cfg *Config, usage *prom.Metrics, asm *session.Assembler, rd *reader, now time.Time) (*snapshot, error) {
-	m, err := json.Marshal(usage.State())
-	if err != nil {
-		return nil, fmt.Errorf("save counters: %w", err)
-	}
-	a, err := json.Marshal(asm.State())
-	if err != nil {
-		return nil, fmt.Errorf("save assembler state: %w", err)
-	}
-	f := &checkpoint.File{WrittenAt: now.UTC(), Roots: cfg.ClaudeDirs, Metrics: m, Assembler: a}
+func takeSnapshot(cfg *Config, usage *prom.Metrics, asm *session.Assembler, rd *reader, now time.Time) *snapshot {
+	snap := &snapshot{cfg: cfg, at: now, counters: usage.State(), asm: asm.State()}
 	for _, fs := range rd.files {
 		if fs.offset == 0 && fs.fp.Len == 0 {
 			continue
 		}
-		f.Files = append(f.Files, checkpoint.Entry{Path: fs.path, Fingerprint: fs.fp.Sum, FPLen: fs.fp.Len, Counted: fs.offset, Exported: fs.offset})
+		snap.files = append(snap.files, checkpoint.Entry{Path: fs.path, Fingerprint: fs.fp.Sum, FPLen: fs.fp.Len, Counted: fs.offset, Exported: fs.offset})
 	}
-	sort.Slice(f.Files, func(i, j int) bool { return f.Files[i].Path < f.Files[j].Path })
-	return &snapshot{file: f, at: now}, nil
+	sort.Slice(snap.files, func(i, j int) bool { return snap.files[i].Path < snap.files[j].Path })
+	return snap
+}
+
+// write encodes the snapshot and writes the state file atomically.
+func (s *snapshot) write() error {
+	m, err := json.Marshal(s.counters)
+	if err != nil {
+		return fmt.Errorf("save counters: %w", err)
+	}
+	a, err := json.Marshal(s.asm)
+	if err != nil {
+		return fmt.Errorf("save assembler state: %w", err)
+	}
+	f := &checkpoint.File{WrittenAt: s.at.UTC(), Roots: s.cfg.ClaudeDirs, Files: s.files, Metrics: m, Assembler: a}
+	return checkpoint.Write(s.cfg.StateFile, f)
 }
 
 // restoreState loads a saved state into the counters, the assembler and
@@ -64,12 +75,19 @@ func restoreState(f *checkpoint.File, usage *prom.Metrics, asm *session.Assemble
 	return nil
 }
 
-// stateKeeper writes the state file on a period and at shutdown.
+// stateKeeper writes the state file on a period and at shutdown. A
+// snapshot is taken on the pipeline goroutine; it is encoded and written
+// on another, one write at a time, so that the pipeline pauses only for
+// the copy. Nothing is written when nothing changed since the last write.
 type stateKeeper struct {
 	cfg  *Config
 	log  interface{ Warn(string, ...any) }
 	self *prom.Self
 	last time.Time
+
+	saved   [2]uint64 // assembler and reader versions of the last snapshot
+	writing chan struct{}
+	failed  atomic.Bool // the last write failed: write again even if nothing changed
 }
 
 // save writes a snapshot of the state. With traces on, a snapshot is
@@ -78,9 +96,28 @@ type stateKeeper struct {
 // watermarks it saves are then both counted and exported (or as good as).
 // Without a spool, a receiver outage keeps the file at the last
 // acknowledged point and a restart re-reads (and re-sends) from there.
-func (k *stateKeeper) save(usage *prom.Metrics, asm *session.Assembler, rd *reader, traces *tracesStage, now time.Time) {
+// final waits for the write (shutdown).
+func (k *stateKeeper) save(usage *prom.Metrics, asm *session.Assembler, rd *reader, traces *tracesStage, now time.Time, final bool) {
 	if k.cfg.StateFile == "" {
 		return
+	}
+	if k.writing == nil {
+		k.writing = make(chan struct{}, 1)
+	}
+	version := [2]uint64{asm.Version(), rd.version}
+	if version == k.saved && !k.last.IsZero() && !k.failed.Load() {
+		// Nothing changed: the file on disk is current.
+		k.last = now
+		k.self.StateFileAge.Set(0)
+		return
+	}
+	select {
+	case k.writing <- struct{}{}:
+	default:
+		if !final {
+			return // the previous write is still going; try next time
+		}
+		k.writing <- struct{}{}
 	}
 	if traces != nil && traces.durable != nil {
 		ok, err := traces.durable()
@@ -88,19 +125,34 @@ func (k *stateKeeper) save(usage *prom.Metrics, asm *session.Assembler, rd *read
 			k.log.Warn("state not written", "err", err)
 		}
 		if !ok {
+			<-k.writing
 			return
 		}
 	}
-	snap, err := takeSnapshot(k.cfg, usage, asm, rd, now)
-	if err == nil {
-		err = checkpoint.Write(k.cfg.StateFile, snap.file)
+	snap := takeSnapshot(k.cfg, usage, asm, rd, now)
+	k.failed.Store(false)
+	done := func() {
+		if err := snap.write(); err != nil {
+			k.log.Warn("state not written", "err", err)
+			k.failed.Store(true)
+		}
+		<-k.writing
 	}
-	if err != nil {
-		k.log.Warn("state not written", "err", err)
+	k.saved, k.last = version, now
+	k.self.StateFileAge.Set(0)
+	if final {
+		done()
 		return
 	}
-	k.last = now
-	k.self.StateFileAge.Set(0)
+	go done()
+}
+
+// wait blocks until a write in progress is done.
+func (k *stateKeeper) wait() {
+	if k.writing != nil {
+		k.writing <- struct{}{}
+		<-k.writing
+	}
 }
 
 func (k *stateKeeper) age(now time.Time) {
