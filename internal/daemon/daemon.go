@@ -178,7 +178,9 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger, stdout io.Writer)
 	fl.nextFlush = now().Add(cfg.StateFlushInterval)
 
 	// Follow until told to stop.
-	tick := time.NewTicker(min(cfg.PollInterval, 200*time.Millisecond))
+	// The tick drives settling, idle timeouts, polling and state writes;
+	// fsnotify hints and rescan requests wake the loop on their own.
+	tick := time.NewTicker(min(cfg.PollInterval, time.Second))
 	defer tick.Stop()
 	for {
 		select {

@@ -2,7 +2,6 @@ package session
 
 import (
 	"fmt"
-	"sort"
 	"time"
 
 	"github.com/claude-transcript-exporter/claude-transcript-exporter/mapping/transcript"
@@ -98,7 +97,9 @@ type AgentState struct {
 	Project     string    `json:"p,omitempty"`
 }
 
-// State returns a copy of the assembler's state. Call it between Adds.
+// State returns a copy of the assembler's state, in no particular order
+// (sorting a large history on the pipeline goroutine would pause it).
+// Call it between Adds.
 func (a *Assembler) State() State {
 	st := State{Version: StateVersion, Seq: a.seq, Stats: a.stats}
 	for _, r := range a.requests {
@@ -109,7 +110,6 @@ func (a *Assembler) State() State {
 		}
 		st.Requests = append(st.Requests, rs)
 	}
-	sort.Slice(st.Requests, func(i, j int) bool { return st.Requests[i].Seq < st.Requests[j].Seq })
 	for id, t := range a.tools {
 		if t.done {
 			st.Done = append(st.Done, id)
@@ -117,16 +117,12 @@ func (a *Assembler) State() State {
 			st.Tools = append(st.Tools, ToolState{Seq: t.seq, Call: t.call})
 		}
 	}
-	sort.Strings(st.Done)
-	sort.Slice(st.Tools, func(i, j int) bool { return st.Tools[i].Seq < st.Tools[j].Seq })
 	for id, e := range a.early {
 		st.Early = append(st.Early, EarlyState{ID: id, IsError: e.isError, T: e.t, Task: e.task})
 	}
-	sort.Slice(st.Early, func(i, j int) bool { return st.Early[i].ID < st.Early[j].ID })
 	for k := range a.seen {
 		st.Seen = append(st.Seen, k)
 	}
-	sort.Strings(st.Seen)
 	for _, s := range a.sessions {
 		ss := SessionState{Seq: s.seq, ID: s.id, Cwd: s.cwd, Branch: s.branch, Version: s.version, Slug: s.slug, Title: s.title,
 			ProjectDir: s.projectDir, Started: s.started, Ended: s.ended, HasMain: s.hasMain, Start: s.start, Last: s.last,
@@ -138,20 +134,16 @@ func (a *Assembler) State() State {
 		for id := range s.openTools {
 			ss.OpenTools = append(ss.OpenTools, id)
 		}
-		sort.Strings(ss.OpenTools)
 		for id := range s.agents {
 			ss.Agents = append(ss.Agents, id)
 		}
-		sort.Strings(ss.Agents)
 		st.Sessions = append(st.Sessions, ss)
 	}
-	sort.Slice(st.Sessions, func(i, j int) bool { return st.Sessions[i].Seq < st.Sessions[j].Seq })
 	for _, ag := range a.agents {
 		st.Agents = append(st.Agents, AgentState{Seq: ag.seq, ID: ag.id, SessionID: ag.sessionID, AgentType: ag.agentType,
 			Description: ag.description, ToolUseID: ag.toolUseID, Warmup: ag.warmup, WarmupKnown: ag.warmupKnown,
 			Emitted: ag.emitted, Start: ag.start, End: ag.end, Project: ag.project})
 	}
-	sort.Slice(st.Agents, func(i, j int) bool { return st.Agents[i].Seq < st.Agents[j].Seq })
 	return st
 }
 
