@@ -317,5 +317,6 @@ func scanOnce(cfg *Config, logger *slog.Logger, rd *reader) ([]*fileState, error
 	for i, f := range found {
 		paths[i] = f.Path
 	}
-	return rd.sync(paths), nil
+	rd.sync(paths)
+	return rd.sorted(), nil
 }

@@ -71,8 +71,8 @@ func newReader(cfg *Config, log *slog.Logger, self *prom.Self, asm *session.Asse
 
 // sync makes the file table match the paths found by a scan: new files
 // are added (with their saved watermarks, if any), missing ones dropped
-// (their counts stay). It returns the files in path order.
-func (r *reader) sync(paths []string) []*fileState {
+// (their counts stay).
+func (r *reader) sync(paths []string) {
 	seen := make(map[string]bool, len(paths))
 	for _, p := range paths {
 		seen[p] = true
@@ -84,7 +84,7 @@ func (r *reader) sync(paths []string) []*fileState {
 			r.version++
 		}
 	}
-	return r.sorted()
+	r.self.FilesWatched.Set(float64(len(r.files)))
 }
 
 // add registers a transcript file if it is new and returns it (nil when
