@@ -279,7 +279,7 @@ func TestComposeExporterMountsClaudeDirReadOnly(t *testing.T) {
 			cmd := strings.Join(svc.Command, " ")
 			for _, flag := range []string{
 				"--claude.dir=/claude",
-				"--state.file=/var/lib/claude-transcript-exporter/state.json",
+				"--state.file=/var/lib/claude-transcript-exporter/state",
 				"--otlp.endpoint=otel-collector:4317",
 				"--otlp.insecure",
 			} {

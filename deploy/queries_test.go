@@ -188,7 +188,7 @@ func startExporter(t *testing.T, dirs []string) string {
 	args := []string{
 		"--web.listen-address=" + addr,
 		"--traces.exporter=none",
-		"--state.file=" + filepath.Join(scratch, "state.json"),
+		"--state.file=" + filepath.Join(scratch, "state"),
 	}
 	for _, d := range dirs {
 		args = append(args, "--claude.dir="+d)

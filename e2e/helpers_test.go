@@ -121,7 +121,7 @@ func startServe(t *testing.T, args ...string) (addr string, stop func() string) 
 	port := testbackend.FreePort(t)
 	addr = fmt.Sprintf("127.0.0.1:%d", port)
 	var stderr syncBuffer
-	state := filepath.Join(t.TempDir(), "state.json")
+	state := filepath.Join(t.TempDir(), "state")
 	cmd := exec.Command(binary(t), append([]string{"--web.listen-address=" + addr, "--traces.exporter=none", "--state.file=" + state}, args...)...)
 	cmd.Stderr = &stderr
 	if err := cmd.Start(); err != nil {

@@ -219,7 +219,7 @@ func TestReceiverOutageDelaysSpansNeverDropsThem(t *testing.T) {
 	stateDir := t.TempDir()
 	spoolDir := filepath.Join(stateDir, "spool")
 	addr := fmt.Sprintf("127.0.0.1:%d", testbackend.FreePort(t))
-	args := []string{"--state.file=" + filepath.Join(stateDir, "state.json"), "--state.flush-interval=200ms",
+	args := []string{"--state.file=" + filepath.Join(stateDir, "state"), "--state.flush-interval=200ms",
 		"--tail.poll-interval=20ms", "--tail.rescan-interval=200ms", outageIdle,
 		"--traces.exporter=otlp", "--otlp.endpoint=" + c.Endpoint(), "--otlp.insecure"}
 	for _, d := range dirs {
@@ -322,7 +322,7 @@ func TestRestartResumeAfterKill9KeepsEverySpan(t *testing.T) {
 	c := testbackend.StartCollector(t)
 	root := t.TempDir()
 	plan, dirs := replayTrees(t, root, "eduardodmb")
-	state := filepath.Join(t.TempDir(), "state.json")
+	state := filepath.Join(t.TempDir(), "state")
 	addr := fmt.Sprintf("127.0.0.1:%d", testbackend.FreePort(t))
 	args := []string{"--claude.dir=" + dirs[0], "--state.file=" + state, "--state.flush-interval=150ms",
 		"--tail.poll-interval=20ms", "--tail.rescan-interval=200ms", outageIdle,

@@ -183,7 +183,7 @@ func waitReady(t *testing.T, addr string, p *daemonProc) {
 func TestRestartResumeAfterKill9IsExact(t *testing.T) {
 	src := filepath.Join(testbackend.CorpusDir(t), "eduardodmb")
 	dst := t.TempDir()
-	state := filepath.Join(t.TempDir(), "state.json")
+	state := filepath.Join(t.TempDir(), "state")
 	plan := replayPlan(t, src, dst)
 	addr := fmt.Sprintf("127.0.0.1:%d", testbackend.FreePort(t))
 	args := []string{"--claude.dir=" + dst, "--state.file=" + state, "--state.flush-interval=150ms",

@@ -36,7 +36,7 @@ func newTailEnv(t *testing.T) *tailEnv {
 		t.Fatal(err)
 	}
 	e := &tailEnv{t: t, dir: dir, proj: proj, addr: fmt.Sprintf("127.0.0.1:%d", testbackend.FreePort(t)),
-		state: filepath.Join(t.TempDir(), "state.json"), last: map[string]float64{}}
+		state: filepath.Join(t.TempDir(), "state"), last: map[string]float64{}}
 	e.args = []string{"--claude.dir=" + dir, "--state.file=" + e.state, "--state.flush-interval=100ms",
 		"--tail.poll-interval=20ms", "--tail.rescan-interval=100ms", "--traces.exporter=none"}
 	return e

@@ -1,9 +1,10 @@
 package checkpoint
 
 import (
+	"bytes"
 	"crypto/sha256"
+	"encoding/gob"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -13,8 +14,13 @@ import (
 	"time"
 )
 
-// Version is the state file format version.
-const Version = 1
+// Version is the state file format version. Version 2 is gob-encoded
+// (version 1 was JSON, which took seconds to read for a large history).
+const Version = 2
+
+// magic starts every state file, so that a file of another kind is told
+// apart from a corrupt one.
+const magic = "claude-transcript-exporter state\n"
 
 // ResetFlag is the flag that discards a state file.
 const ResetFlag = "--state.reset"
@@ -28,9 +34,9 @@ type File struct {
 	WrittenAt time.Time `json:"written_at"`
 	Roots     []string  `json:"roots"`
 	Files     []Entry   `json:"files"`
-	// Metrics and Assembler are the daemon's payloads.
-	Metrics   json.RawMessage `json:"metrics"`
-	Assembler json.RawMessage `json:"assembler"`
+	// Metrics and Assembler are the daemon's payloads, opaque here.
+	Metrics   []byte `json:"metrics"`
+	Assembler []byte `json:"assembler"`
 }
 
 // Entry is one transcript file's identity and watermarks.
@@ -93,7 +99,7 @@ func DefaultPath(getenv func(string) string, home string) string {
 	if base == "" {
 		base = filepath.Join(home, ".local", "state")
 	}
-	return filepath.Join(base, "claude-transcript-exporter", "state.json")
+	return filepath.Join(base, "claude-transcript-exporter", "state")
 }
 
 // Load reads the state file. A missing file is (nil, nil): a first start.
@@ -108,7 +114,10 @@ func Load(path string) (*File, error) {
 		return nil, fmt.Errorf("read state file %s: %w (start with %s to discard it)", path, err, ResetFlag)
 	}
 	var f File
-	if err := json.Unmarshal(b, &f); err != nil {
+	if !bytes.HasPrefix(b, []byte(magic)) {
+		return nil, fmt.Errorf("read state file %s: not a state file of this exporter, or from an older version (start with %s to discard it)", path, ResetFlag)
+	}
+	if err := gob.NewDecoder(bytes.NewReader(b[len(magic):])).Decode(&f); err != nil {
 		return nil, fmt.Errorf("read state file %s: corrupt: %w (start with %s to discard it)", path, err, ResetFlag)
 	}
 	if f.Version != Version {
@@ -121,10 +130,12 @@ func Load(path string) (*File, error) {
 // directory, fsync, rename over the old one, fsync of the directory.
 func Write(path string, f *File) error {
 	f.Version = Version
-	b, err := json.Marshal(f)
-	if err != nil {
+	var buf bytes.Buffer
+	buf.WriteString(magic)
+	if err := gob.NewEncoder(&buf).Encode(f); err != nil {
 		return fmt.Errorf("write state file %s: %w", path, err)
 	}
+	b := buf.Bytes()
 	dir := filepath.Dir(path)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return fmt.Errorf("write state file %s: %w", path, err)

@@ -2,7 +2,7 @@ package checkpoint
 
 import (
 	"bytes"
-	"encoding/json"
+	"encoding/gob"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,10 +11,10 @@ import (
 )
 
 func TestWriteThenLoadRoundTrips(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "sub", "state.json")
+	path := filepath.Join(t.TempDir(), "sub", "state")
 	in := &File{WrittenAt: time.Unix(1700000000, 0).UTC(), Roots: []string{"/r"},
 		Files:   []Entry{{Path: "/r/projects/p/s.jsonl", Fingerprint: "ab", FPLen: 2, Counted: 10, Exported: 10}},
-		Metrics: json.RawMessage(`{"a":1}`), Assembler: json.RawMessage(`{"b":2}`)}
+		Metrics: []byte(`{"a":1}`), Assembler: []byte(`{"b":2}`)}
 	if err := Write(path, in); err != nil {
 		t.Fatal(err)
 	}
@@ -89,10 +89,39 @@ func TestSameFileByFingerprint(t *testing.T) {
 
 func TestDefaultPathFollowsXDG(t *testing.T) {
 	env := map[string]string{"XDG_STATE_HOME": "/xdg"}
-	if got := DefaultPath(func(k string) string { return env[k] }, "/home/u"); got != "/xdg/claude-transcript-exporter/state.json" {
+	if got := DefaultPath(func(k string) string { return env[k] }, "/home/u"); got != "/xdg/claude-transcript-exporter/state" {
 		t.Errorf("got %s", got)
 	}
-	if got := DefaultPath(func(string) string { return "" }, "/home/u"); got != "/home/u/.local/state/claude-transcript-exporter/state.json" {
+	if got := DefaultPath(func(string) string { return "" }, "/home/u"); got != "/home/u/.local/state/claude-transcript-exporter/state" {
 		t.Errorf("got %s", got)
+	}
+}
+
+func TestTruncatedOrForeignVersionStateIsAnError(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "state")
+	if err := Write(path, &File{Roots: []string{"/r"}, Metrics: bytes.Repeat([]byte("m"), 4096)}); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, b[:len(b)/2], 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Load(path); err == nil || !strings.Contains(err.Error(), "corrupt") || !strings.Contains(err.Error(), ResetFlag) {
+		t.Errorf("truncated state: %v", err)
+	}
+	var buf bytes.Buffer
+	buf.WriteString(magic)
+	if err := gob.NewEncoder(&buf).Encode(&File{Version: 99}); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, buf.Bytes(), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Load(path); err == nil || !strings.Contains(err.Error(), "version 99") {
+		t.Errorf("foreign version: %v", err)
 	}
 }

@@ -1,7 +1,8 @@
 package daemon
 
 import (
-	"encoding/json"
+	"bytes"
+	"encoding/gob"
 	"fmt"
 	"sort"
 	"sync/atomic"
@@ -39,15 +40,14 @@ func takeSnapshot(cfg *Config, usage *prom.Metrics, asm *session.Assembler, rd *
 
 // write encodes the snapshot and writes the state file atomically.
 func (s *snapshot) write() error {
-	m, err := json.Marshal(s.counters)
-	if err != nil {
+	var m, a bytes.Buffer
+	if err := gob.NewEncoder(&m).Encode(s.counters); err != nil {
 		return fmt.Errorf("save counters: %w", err)
 	}
-	a, err := json.Marshal(s.asm)
-	if err != nil {
+	if err := gob.NewEncoder(&a).Encode(s.asm); err != nil {
 		return fmt.Errorf("save assembler state: %w", err)
 	}
-	f := &checkpoint.File{WrittenAt: s.at.UTC(), Roots: s.cfg.ClaudeDirs, Files: s.files, Metrics: m, Assembler: a}
+	f := &checkpoint.File{WrittenAt: s.at.UTC(), Roots: s.cfg.ClaudeDirs, Files: s.files, Metrics: m.Bytes(), Assembler: a.Bytes()}
 	return checkpoint.Write(s.cfg.StateFile, f)
 }
 
@@ -56,14 +56,14 @@ func (s *snapshot) write() error {
 // before they are read again.
 func restoreState(f *checkpoint.File, usage *prom.Metrics, asm *session.Assembler, rd *reader, now time.Time) error {
 	var ms prom.State
-	if err := json.Unmarshal(f.Metrics, &ms); err != nil {
+	if err := gob.NewDecoder(bytes.NewReader(f.Metrics)).Decode(&ms); err != nil {
 		return fmt.Errorf("restore counters: %w", err)
 	}
 	if err := usage.Restore(ms); err != nil {
 		return err
 	}
 	var as session.State
-	if err := json.Unmarshal(f.Assembler, &as); err != nil {
+	if err := gob.NewDecoder(bytes.NewReader(f.Assembler)).Decode(&as); err != nil {
 		return fmt.Errorf("restore assembler state: %w", err)
 	}
 	if err := asm.Restore(as, now); err != nil {
