@@ -3,6 +3,7 @@ package e2e
 import (
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -244,4 +245,31 @@ func TestCorruptStateFileFailsAtStartNamingFileAndFlag(t *testing.T) {
 	e.args = append(e.args, "--state.reset")
 	e.start()
 	e.waitCounters(1, 1)
+}
+
+// TestDefaultClaudeDirThatDoesNotExistYetIsWaitedFor starts the exporter
+// on its defaults in a home without ~/.claude (Claude Code creates it on
+// first use): it starts, and counts the first transcript once it appears.
+// An explicit --claude.dir that does not exist is an error instead
+// (TestBadFlagsFailAtStartNamingTheFlag).
+func TestDefaultClaudeDirThatDoesNotExistYetIsWaitedFor(t *testing.T) {
+	home := t.TempDir()
+	addr := fmt.Sprintf("127.0.0.1:%d", testbackend.FreePort(t))
+	p := &daemonProc{done: make(chan struct{}), log: &syncBuffer{}}
+	p.cmd = exec.Command(binary(t), "--web.listen-address="+addr, "--tail.rescan-interval=100ms", "--traces.exporter=none")
+	p.cmd.Env = append(os.Environ(), "HOME="+home, "CLAUDE_CONFIG_DIR=", "XDG_STATE_HOME="+filepath.Join(home, "state"))
+	p.cmd.Stderr = p.log
+	if err := p.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = p.cmd.Wait(); close(p.done) }()
+	t.Cleanup(func() { p.stop(t) })
+	waitReady(t, addr, p)
+	proj := filepath.Join(home, ".claude", "projects", "-w-proj")
+	if err := os.MkdirAll(proj, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	appendTo(t, filepath.Join(proj, "s1.jsonl"), seqLine(1, 0)+seqLine(1, 1))
+	e := &tailEnv{t: t, addr: addr, proc: p, last: map[string]float64{}}
+	e.waitCounters(3, 2)
 }

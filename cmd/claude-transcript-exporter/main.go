@@ -29,6 +29,7 @@ func main() {
 
 func run(args []string) int {
 	cfg := daemon.NewConfig()
+	var claudeDirSet bool
 	home, _ := os.UserHomeDir()
 	defaults := daemon.DefaultClaudeDirs(os.Getenv, home)
 
@@ -36,7 +37,7 @@ func run(args []string) int {
 	app.Version(version.Print(name))
 	app.HelpFlag.Short('h')
 	app.Flag("claude.dir", "Claude config dir to read (repeatable). Default: $CLAUDE_CONFIG_DIR (comma-separated) or ~/.claude, plus ~/.config/claude when it exists.").
-		Default(defaults...).StringsVar(&cfg.ClaudeDirs)
+		Default(defaults...).IsSetByUser(&claudeDirSet).StringsVar(&cfg.ClaudeDirs)
 	webFlags := kingpinflag.AddFlags(app, cfg.WebListenAddresses[0])
 	app.Flag("web.telemetry-path", "Path under which to expose metrics.").Default(cfg.TelemetryPath).StringVar(&cfg.TelemetryPath)
 	app.Flag("oneshot", "Read every transcript once, export its spans, print the metrics exposition to stdout and exit.").BoolVar(&cfg.Oneshot)
@@ -73,6 +74,7 @@ func run(args []string) int {
 		fmt.Fprintf(os.Stderr, "%s: error: %s\n", name, err)
 		return 2
 	}
+	cfg.ClaudeDirsDefault = !claudeDirSet
 	cfg.WebListenAddresses = *webFlags.WebListenAddresses
 	cfg.WebConfigFile = *webFlags.WebConfigFile
 	if *capture != "" {

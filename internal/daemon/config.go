@@ -3,6 +3,7 @@ package daemon
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -17,6 +18,10 @@ import (
 type Config struct {
 	// ClaudeDirs are the Claude config dirs to read (--claude.dir).
 	ClaudeDirs []string
+	// ClaudeDirsDefault says ClaudeDirs are the defaults, not given by the
+	// user: a default dir that does not exist yet is waited for (Claude
+	// Code creates it on first use) instead of being an error.
+	ClaudeDirsDefault bool
 
 	WebListenAddresses []string // --web.listen-address
 	WebConfigFile      string   // --web.config.file
@@ -139,6 +144,9 @@ func (c *Config) Validate() error {
 	}
 	for _, d := range c.ClaudeDirs {
 		st, err := os.Stat(d)
+		if c.ClaudeDirsDefault && errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
 		if err != nil {
 			return fmt.Errorf("--claude.dir: %w", err)
 		}

@@ -40,6 +40,11 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger, stdout io.Writer)
 		return err
 	}
 	now := time.Now
+	for _, d := range cfg.ClaudeDirs {
+		if _, err := os.Stat(d); err != nil {
+			logger.Warn("claude dir not found; waiting for it to appear", "dir", d)
+		}
+	}
 
 	// Metrics: one injected registry, never the default one.
 	reg := prometheus.NewRegistry()
