@@ -13,7 +13,9 @@ cd "$ROOT"
 
 SIZES=${BENCH_SIZES:-"100 1024 2048"}
 RUNS=${BENCH_RUNS:-5}
-STEPS=${BENCH_STEPS:-"oneshot exact gobench idle"}
+STEPS=${BENCH_STEPS:-"oneshot exact gobench idle restart"}
+RESTART_SIZE=${BENCH_RESTART_SIZE:-1024}
+RESTARTS=${BENCH_RESTARTS:-3}
 INDEP_SIZES=${BENCH_INDEP_SIZES:-"1024"}
 GO_PKGS=${BENCH_GO_PKGS:-"./mapping/transcript/ ./mapping/spans/ ./internal/daemon/"}
 GO_COUNT=${BENCH_GO_COUNT:-6}
@@ -501,10 +503,50 @@ if has_step idle; then
 	say
 fi
 
+# ---------------------------------------------------------------- restart
+
+if has_step restart && [ -n "$HAS_STATE_FLAG" ]; then
+	# Time to /-/ready: the first start reads everything and writes the
+	# state; each later start with nothing changed restores it.
+	d=$(corpus_dir "$RESTART_SIZE")/claude
+	if [ ! -d "$d/projects" ]; then
+		say "restart: no ${RESTART_SIZE}m corpus (run with BENCH_SIZES including $RESTART_SIZE first)"
+	else
+		export XDG_STATE_HOME="$WORK/state-restart"
+		port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+		times=()
+		for i in $(seq 0 "$RESTARTS"); do
+			t0=$(date +%s.%N)
+			"$BIN" --claude.dir="$d" --web.listen-address="127.0.0.1:$port" "${EXP_FLAGS[@]}" >>"$OUT/daemon-restart.log" 2>&1 &
+			DAEMON_PID=$!
+			until curl -sf "127.0.0.1:$port/-/ready" >/dev/null 2>&1; do
+				kill -0 "$DAEMON_PID" 2>/dev/null || die "restart: daemon exited (see $OUT/daemon-restart.log)"
+				sleep 0.01
+			done
+			t1=$(date +%s.%N)
+			lines=$(curl -s "127.0.0.1:$port/metrics" | awk '/^claude_transcript_exporter_lines_read_total /{print $2}')
+			kill -INT "$DAEMON_PID"
+			wait "$DAEMON_PID" 2>/dev/null || true
+			DAEMON_PID=
+			took=$(calc %.3f "$t1 - $t0")
+			if [ "$i" -eq 0 ]; then
+				say "restart (${RESTART_SIZE}m corpus, state in a private XDG_STATE_HOME): first start ready in $took s ($lines lines read)"
+			else
+				say "  restart $i with nothing changed: ready in $took s ($lines lines read)"
+				times+=("$took")
+			fi
+		done
+		med=$(printf '%s\n' "${times[@]}" | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}')
+		ok=$(awk "BEGIN { print ($med < 1) ? \"PASS\" : \"FAIL\" }")
+		target "$ok" "restart with nothing changed on ${RESTART_SIZE}m < 1 s: median $med s"
+		say
+	fi
+fi
+
 # ---------------------------------------------------------------- targets
 
 if [ "${#TARGETS[@]}" -gt 0 ]; then
-	say "targets (issue 6):"
+	say "targets (issues 4 and 6):"
 	for t in "${TARGETS[@]}"; do say "  $t"; done
 fi
 read -r LOAD1 LOAD5 _ </proc/loadavg
