@@ -1,17 +1,12 @@
 package session
 
 import (
-	"bufio"
-	"bytes"
-	"io/fs"
 	"os"
 	"path/filepath"
-	"sort"
 	"testing"
 	"time"
 
 	"github.com/claude-transcript-exporter/claude-transcript-exporter/internal/indepcount"
-	"github.com/claude-transcript-exporter/claude-transcript-exporter/mapping/transcript"
 )
 
 // tally is a Sink that sums units the way the metrics do.
@@ -105,42 +100,10 @@ func sharedDir(t *testing.T) string {
 // assembleTree runs the decoder and assembler over a Claude dir in path
 // order, the way a one-shot run does.
 func assembleTree(t *testing.T, dir string) *tally {
-	projects := filepath.Join(dir, "projects")
-	var files []string
-	_ = filepath.WalkDir(projects, func(p string, de fs.DirEntry, err error) error {
-		if err == nil && !de.IsDir() && IsTranscriptName(de.Name()) {
-			files = append(files, p)
-		}
-		return nil
-	})
-	sort.Strings(files)
 	tl := newTally()
 	asm := New(Config{}, tl)
-	dec := transcript.NewDecoder(transcript.Options{})
-	var rec transcript.Record
 	now := time.Unix(0, 0)
-	for _, p := range files {
-		rel, _ := filepath.Rel(projects, p)
-		src := ClassifySource(rel)
-		f, err := os.Open(p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		br := bufio.NewReaderSize(f, 1<<20)
-		for {
-			line, err := br.ReadBytes('\n')
-			line = bytes.TrimSuffix(line, []byte("\n"))
-			if len(line) > 0 && !transcript.IsBlank(line) {
-				if dec.Decode(line, &rec) == nil {
-					asm.Add(&src, &rec, now)
-				}
-			}
-			if err != nil {
-				break
-			}
-		}
-		f.Close()
-	}
+	feed(asm, treeLines(t, dir), now)
 	asm.Flush(now, true)
 	return tl
 }
