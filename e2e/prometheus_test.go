@@ -3,6 +3,8 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"io"
+	"net/http"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -129,9 +131,14 @@ func TestEndpointsServeHealthReadinessAndLandingPage(t *testing.T) {
 
 func get(t *testing.T, url string) string {
 	t.Helper()
-	out, err := exec.Command("curl", "-fsS", url).CombinedOutput()
+	resp, err := http.Get(url)
 	if err != nil {
-		return fmt.Sprintf("error: %v %s", err, out)
+		return fmt.Sprintf("error: %v", err)
 	}
-	return string(out)
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Sprintf("status %d: %s", resp.StatusCode, b)
+	}
+	return string(b)
 }
