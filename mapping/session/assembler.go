@@ -119,26 +119,34 @@ type sessState struct {
 	lastMainRecord, lastMainMsg string
 }
 
+// reqState is one request. Once emitted, only what later copies need is
+// kept (labels, best usage, what was counted): *reqLive is dropped, so the
+// dedup index of a long history stays small.
 type reqState struct {
-	seq       uint64
-	where     Where
-	msgID     string
-	requestID string
-	model     string
-	stop      string
-	usage     transcript.Usage
-	start     time.Time
-	end       time.Time
-	lastSeen  time.Time
-	emitted   bool
-	counted   Tokens
+	seq     uint64
+	where   Where
+	msgID   string
+	model   string
+	usage   transcript.Usage
+	emitted bool
+	counted Tokens
 	// countedModel is the model label the request was counted under;
 	// later growth is added under it, whatever a better copy says.
 	countedModel string
-	interrupt    bool
-	toolIDs      []string
-	text         string
-	thinking     string
+	*reqLive
+}
+
+// reqLive is what a request needs until it is emitted.
+type reqLive struct {
+	requestID string
+	stop      string
+	start     time.Time
+	end       time.Time
+	lastSeen  time.Time
+	interrupt bool
+	toolIDs   []string
+	text      string
+	thinking  string
 }
 
 type toolState struct {
@@ -431,7 +439,7 @@ func (a *Assembler) assistant(c *ctxState, r *transcript.Record, now time.Time) 
 	}
 	st := a.requests[m.ID]
 	if st == nil {
-		st = &reqState{seq: a.next(), where: a.where(c), msgID: m.ID, start: r.Timestamp, end: r.Timestamp}
+		st = &reqState{seq: a.next(), where: a.where(c), msgID: m.ID, reqLive: &reqLive{start: r.Timestamp, end: r.Timestamp}}
 		if p, ok := c.lookup(r.ParentUUID); ok && !p.t.IsZero() && (r.Timestamp.IsZero() || !p.t.After(r.Timestamp)) {
 			st.start = p.t
 		}
@@ -443,7 +451,7 @@ func (a *Assembler) assistant(c *ctxState, r *transcript.Record, now time.Time) 
 		}
 	} else {
 		a.stats.DuplicateRequestLines++
-		if !r.Timestamp.IsZero() {
+		if st.reqLive != nil && !r.Timestamp.IsZero() {
 			st.end = laterOf(st.end, r.Timestamp)
 			if st.start.IsZero() {
 				st.start = r.Timestamp
@@ -451,9 +459,12 @@ func (a *Assembler) assistant(c *ctxState, r *transcript.Record, now time.Time) 
 		}
 		out, total := m.Usage.Output, m.Usage.Total()
 		if out > st.usage.Output || (out == st.usage.Output && total > st.usage.Total()) {
-			st.model, st.stop, st.usage = m.Model, m.StopReason, m.Usage
-			if r.RequestID != "" {
-				st.requestID = r.RequestID
+			st.model, st.usage = m.Model, m.Usage
+			if st.reqLive != nil {
+				st.stop = m.StopReason
+				if r.RequestID != "" {
+					st.requestID = r.RequestID
+				}
 			}
 		}
 		if st.emitted {
@@ -464,12 +475,14 @@ func (a *Assembler) assistant(c *ctxState, r *transcript.Record, now time.Time) 
 			}
 		}
 	}
-	st.lastSeen = now
-	if m.Text != "" {
-		st.text = joinCapped(st.text, m.Text)
-	}
-	if m.Thinking != "" {
-		st.thinking = joinCapped(st.thinking, m.Thinking)
+	if st.reqLive != nil {
+		st.lastSeen = now
+		if m.Text != "" {
+			st.text = joinCapped(st.text, m.Text)
+		}
+		if m.Thinking != "" {
+			st.thinking = joinCapped(st.thinking, m.Thinking)
+		}
 	}
 	for i := range m.ToolUses {
 		tu := &m.ToolUses[i]
@@ -490,7 +503,9 @@ func (a *Assembler) assistant(c *ctxState, r *transcript.Record, now time.Time) 
 			Input:        tu.Input,
 		}}
 		a.tools[tu.ID] = ts
-		st.toolIDs = append(st.toolIDs, tu.ID)
+		if st.reqLive != nil {
+			st.toolIDs = append(st.toolIDs, tu.ID)
+		}
 		c.sess.openTools[tu.ID] = struct{}{}
 		if ag := a.agentByTool(tu.ID); ag != nil {
 			ts.call.AgentID = ag.id
@@ -591,7 +606,7 @@ func (a *Assembler) user(c *ctxState, r *transcript.Record, now time.Time) {
 	}
 	if IsInterruptMarker(r) {
 		if p, ok := c.lookup(r.ParentUUID); ok && p.msgID != "" {
-			if st := a.requests[p.msgID]; st != nil {
+			if st := a.requests[p.msgID]; st != nil && st.reqLive != nil {
 				st.interrupt = true
 			}
 		}
@@ -816,7 +831,7 @@ func (a *Assembler) emitRequest(st *reqState) {
 		Text:        st.text,
 		Thinking:    st.thinking,
 	})
-	st.text, st.thinking, st.toolIDs = "", "", nil
+	st.reqLive = nil
 }
 
 func (a *Assembler) closeSession(s *sessState) {

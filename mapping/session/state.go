@@ -103,10 +103,10 @@ type AgentState struct {
 func (a *Assembler) State() State {
 	st := State{Version: StateVersion, Seq: a.seq, Stats: a.stats}
 	for _, r := range a.requests {
-		rs := RequestState{Seq: r.seq, Where: r.where, MsgID: r.msgID, RequestID: r.requestID, Model: r.model, Stop: r.stop,
-			Usage: r.usage, Start: r.start, End: r.end, Emitted: r.emitted, Counted: r.counted, CountedAs: r.countedModel, Interrupt: r.interrupt}
-		if !r.emitted {
-			rs.ToolIDs = r.toolIDs
+		rs := RequestState{Seq: r.seq, Where: r.where, MsgID: r.msgID, Model: r.model, Usage: r.usage,
+			Emitted: r.emitted, Counted: r.counted, CountedAs: r.countedModel}
+		if r.reqLive != nil {
+			rs.RequestID, rs.Stop, rs.Start, rs.End, rs.Interrupt, rs.ToolIDs = r.requestID, r.stop, r.start, r.end, r.interrupt, r.toolIDs
 		}
 		st.Requests = append(st.Requests, rs)
 	}
@@ -167,9 +167,12 @@ func (a *Assembler) Restore(st State, now time.Time) error {
 	clear(a.byTool)
 	clear(a.ctxs)
 	for _, r := range st.Requests {
-		rs := &reqState{seq: r.Seq, where: r.Where, msgID: r.MsgID, requestID: r.RequestID, model: r.Model,
-			stop: r.Stop, usage: r.Usage, start: r.Start, end: r.End, lastSeen: now, emitted: r.Emitted, counted: r.Counted,
-			countedModel: r.CountedAs, interrupt: r.Interrupt, toolIDs: r.ToolIDs}
+		rs := &reqState{seq: r.Seq, where: r.Where, msgID: r.MsgID, model: r.Model, usage: r.Usage, emitted: r.Emitted,
+			counted: r.Counted, countedModel: r.CountedAs}
+		if !r.Emitted {
+			rs.reqLive = &reqLive{requestID: r.RequestID, stop: r.Stop, start: r.Start, end: r.End, lastSeen: now,
+				interrupt: r.Interrupt, toolIDs: r.ToolIDs}
+		}
 		a.requests[r.MsgID] = rs
 		if !rs.emitted {
 			a.pending[r.MsgID] = rs
