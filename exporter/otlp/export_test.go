@@ -168,7 +168,7 @@ func TestResourceFromEnv(t *testing.T) {
 	}
 	got := map[string]string{}
 	for _, kv := range res.Attributes() {
-		got[string(kv.Key)] = kv.Value.Emit()
+		got[string(kv.Key)] = kv.Value.String()
 	}
 	if got["service.name"] != "my-claude" || got["team"] != "ml" || got["service.version"] != "override" || got["host.name"] == "" {
 		t.Errorf("resource %v", got)
@@ -177,8 +177,8 @@ func TestResourceFromEnv(t *testing.T) {
 	t.Setenv("OTEL_RESOURCE_ATTRIBUTES", "")
 	res, _ = otlp.NewResource(context.Background(), "")
 	for _, kv := range res.Attributes() {
-		if kv.Key == "service.version" && kv.Value.Emit() != "dev" {
-			t.Errorf("default version %q", kv.Value.Emit())
+		if kv.Key == "service.version" && kv.Value.String() != "dev" {
+			t.Errorf("default version %q", kv.Value.String())
 		}
 	}
 }

@@ -145,7 +145,7 @@ func sdkValue(v attribute.Value) jsonValue {
 		}
 		return jsonValue{ArrayValue: &jsonValues{Values: vals}}
 	}
-	return strValue(v.Emit())
+	return strValue(v.String())
 }
 
 func jsonAttrs(in []spans.Attr) []jsonKeyValue {

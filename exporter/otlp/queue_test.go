@@ -112,7 +112,7 @@ func enqueue(t *testing.T, q *Queue, names ...string) {
 	}
 }
 
-var unavailable = fmt.Errorf("traces export: %w", status.Error(codes.Unavailable, "connection refused"))
+var errUnavailable = fmt.Errorf("traces export: %w", status.Error(codes.Unavailable, "connection refused"))
 
 func TestBatchesBySizeAndLinger(t *testing.T) {
 	exp := &fakeExporter{}
@@ -152,7 +152,7 @@ func TestBatchesBySizeAndLinger(t *testing.T) {
 }
 
 func TestFailedBatchIsKeptAndRetriedWithBackoff(t *testing.T) {
-	exp := &fakeExporter{script: []error{unavailable, unavailable, nil}}
+	exp := &fakeExporter{script: []error{errUnavailable, errUnavailable, nil}}
 	clk := &fakeClock{now: time.Unix(1000, 0)}
 	obs := &counts{}
 	q := newQueue(exp, QueueConfig{BatchSize: 2, InitialBackoff: 100 * time.Millisecond, MaxBackoff: 150 * time.Millisecond, Clock: clk, Observer: obs})
@@ -220,7 +220,7 @@ func TestEnqueueBlocksWhenFull(t *testing.T) {
 }
 
 func TestGiveUp(t *testing.T) {
-	exp := &fakeExporter{script: []error{unavailable, unavailable, unavailable}}
+	exp := &fakeExporter{script: []error{errUnavailable, errUnavailable, errUnavailable}}
 	clk := &fakeClock{now: time.Unix(1000, 0)}
 	q := newQueue(exp, QueueConfig{BatchSize: 10, InitialBackoff: time.Second, GiveUpAfter: 2 * time.Second, Clock: clk, Endpoint: "127.0.0.1:4317"})
 	ctx := context.Background()
@@ -248,7 +248,7 @@ func TestGiveUp(t *testing.T) {
 }
 
 func TestCloseDrains(t *testing.T) {
-	exp := &fakeExporter{script: []error{unavailable}}
+	exp := &fakeExporter{script: []error{errUnavailable}}
 	q := NewQueue(exp, QueueConfig{BatchSize: 100, InitialBackoff: time.Millisecond, Linger: time.Hour})
 	enqueue(t, q, "a", "b", "c")
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -270,7 +270,7 @@ func TestCloseReportsUnacknowledged(t *testing.T) {
 		exp  *fakeExporter
 		want []string
 	}{
-		{"unreachable", &fakeExporter{script: repeat(unavailable, 1000)},
+		{"unreachable", &fakeExporter{script: repeat(errUnavailable, 1000)},
 			[]string{"receiver at rx:4317 unreachable after", "attempts", "3 spans not acknowledged"}},
 		{"refused", &fakeExporter{script: repeat(fmt.Errorf("traces export: %w", status.Error(codes.Unauthenticated, "bad token")), 1000)},
 			[]string{"receiver at rx:4317 refused the spans after", "bad token"}},
@@ -305,7 +305,7 @@ func repeat(err error, n int) []error {
 }
 
 func TestConcurrentEnqueueAndSend(t *testing.T) {
-	exp := &fakeExporter{script: []error{unavailable, nil, unavailable}}
+	exp := &fakeExporter{script: []error{errUnavailable, nil, errUnavailable}}
 	obs := &counts{}
 	q := NewQueue(exp, QueueConfig{BatchSize: 7, MaxQueue: 10, InitialBackoff: time.Millisecond, Linger: time.Millisecond, Observer: obs})
 	const n = 500

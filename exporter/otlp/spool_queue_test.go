@@ -78,7 +78,7 @@ func checkInOrderOnce(t *testing.T, got []string, n int) {
 func TestSpooledQueueKeepsEverySpanInOrderThroughAnOutage(t *testing.T) {
 	dir := t.TempDir()
 	sp := openSpool(t, dir, 300)
-	exp := &fakeExporter{script: repeat(unavailable, 6)}
+	exp := &fakeExporter{script: repeat(errUnavailable, 6)}
 	clk := &fakeClock{now: time.Unix(1000, 0)}
 	obs := &counts{}
 	q := newQueue(exp, QueueConfig{BatchSize: 4, MaxQueue: 8, Linger: time.Second, InitialBackoff: time.Second,
@@ -170,7 +170,7 @@ func TestSpooledQueueSpillDuringASendKeepsOrderWithoutDuplicates(t *testing.T) {
 		answer error
 	}{
 		{"send succeeds", nil},
-		{"send fails", unavailable},
+		{"send fails", errUnavailable},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			sp := openSpool(t, t.TempDir(), 0)
@@ -204,7 +204,7 @@ func TestSpooledQueueSpillDuringASendKeepsOrderWithoutDuplicates(t *testing.T) {
 
 func TestSpooledQueueResumesFromTheSpoolDirAfterRestart(t *testing.T) {
 	dir := t.TempDir()
-	down := &fakeExporter{script: repeat(unavailable, 1000)}
+	down := &fakeExporter{script: repeat(errUnavailable, 1000)}
 	q := NewQueue(down, QueueConfig{BatchSize: 4, MaxQueue: 8, InitialBackoff: time.Millisecond, Spool: openSpool(t, dir, 200)})
 	enqueueNow(t, q, names(0, 25)...)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -289,7 +289,7 @@ func (f *flakyExporter) Export(ctx context.Context, batch []spans.Span) error {
 	fail := f.n%3 == 0
 	f.mu.Unlock()
 	if fail {
-		return unavailable
+		return errUnavailable
 	}
 	return f.fakeExporter.Export(ctx, batch)
 }

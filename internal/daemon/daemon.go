@@ -94,7 +94,7 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger, stdout io.Writer)
 		if err != nil {
 			return err
 		}
-		rd.readAll(files, true)
+		rd.readFiles(files, true)
 		asm.Flush(now(), true)
 		stats.publish(asm.Stats())
 		self.BackfillDone.Set(1)

@@ -225,6 +225,3 @@ func boundType(t string) string {
 	}
 	return t
 }
-
-// readAll reads every known file to its end.
-func (r *reader) readAll(files []*fileState, atEOF bool) int { return r.readFiles(files, atEOF) }

@@ -52,7 +52,7 @@ func (f *follower) rescan() {
 			changed = append(changed, fs)
 		}
 	}
-	f.rd.readAll(changed, false)
+	f.rd.readFiles(changed, false)
 }
 
 // hint handles one fsnotify event: read the file now, or forget it.
@@ -82,7 +82,7 @@ func (f *follower) Step(now time.Time) {
 		f.rescan()
 	}
 	if f.polling() && !now.Before(f.nextPoll) {
-		f.rd.readAll(f.rd.sorted(), false)
+		f.rd.readFiles(f.rd.sorted(), false)
 		f.nextPoll = now.Add(f.cfg.PollInterval)
 	}
 	f.asm.Flush(now, false)

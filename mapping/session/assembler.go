@@ -103,20 +103,19 @@ func (c *ctxState) lookup(uuid string) (recInfo, bool) {
 }
 
 type sessState struct {
-	seq                         uint64
-	id                          string
-	cwd, branch, version, slug  string
-	title                       string
-	projectDir                  string
-	started, ended              bool
-	start, last                 time.Time
-	lastSeen                    time.Time
-	turn                        *Turn
-	turns                       int
-	hasMain                     bool
-	openTools                   map[string]struct{}
-	agents                      map[string]struct{}
-	lastMainRecord, lastMainMsg string
+	seq                        uint64
+	id                         string
+	cwd, branch, version, slug string
+	title                      string
+	projectDir                 string
+	started, ended             bool
+	start, last                time.Time
+	lastSeen                   time.Time
+	turn                       *Turn
+	turns                      int
+	hasMain                    bool
+	openTools                  map[string]struct{}
+	agents                     map[string]struct{}
 }
 
 // reqState is one request. Once emitted, only what later copies need is
@@ -516,9 +515,6 @@ func (a *Assembler) assistant(c *ctxState, r *transcript.Record, now time.Time) 
 		}
 	}
 	c.remember(r.UUID, r.Timestamp, m.ID)
-	if c.agent == nil {
-		c.sess.lastMainMsg = m.ID
-	}
 }
 
 func joinCapped(cur, add string) string {

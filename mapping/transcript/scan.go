@@ -303,7 +303,7 @@ func readInt(b []byte, i int) (int64, int, error) {
 			}
 			n = n*10 + d
 		}
-		if j < 0 || bytes.IndexAny(b[i:end], "eE") >= 0 {
+		if j < 0 || bytes.ContainsAny(b[i:end], "eE") {
 			f, _ := strconv.ParseFloat(string(b[i:end]), 64)
 			switch {
 			case f >= math.MaxInt64:
