@@ -5,7 +5,6 @@ import (
 	"errors"
 	"math"
 	"strconv"
-	"unicode/utf8"
 )
 
 // errSyntax is returned by the scanner for any structural JSON error. The
@@ -331,6 +330,3 @@ func readBool(b []byte, i int) (bool, int, error) {
 	end, err := skipValue(b, i)
 	return false, end, err
 }
-
-// validUTF8 reports whether the line is valid UTF-8.
-func validUTF8(b []byte) bool { return utf8.Valid(b) }
