@@ -34,22 +34,25 @@ type Assembler struct {
 	sink Sink
 	seq  uint64
 
-	requests map[string]*reqState
-	// pending holds the requests not yet emitted, so that a flush does
-	// not walk the whole history.
-	pending map[string]*reqState
-	tools   map[string]*toolState
+	// requests holds the requests not yet emitted, by message id; done
+	// the emitted ones, by idKey (see index.go).
+	requests  map[string]*reqState
+	done      doneIndex
+	labelSet  map[reqLabels]uint32
+	labelList []reqLabels
+	// tools holds the tool calls without a result, and the finished
+	// Task/Agent calls (a subagent read later takes its type and
+	// description from them); doneTools the other finished ones, by idKey.
+	tools     map[string]*toolState
+	doneTools keySet
 	// results seen before their tool_use (order across files is free).
 	early    map[string]*earlyResult
-	seen     map[string]struct{} // dedup keys: "p:"+prompt uuid, "c:"+compaction uuid, "e:"+error id
+	seen     keySet // prompts, compactions and API errors counted, by idKey
 	sessions map[string]*sessState
 	// open holds the sessions not closed, so that a flush does not walk
 	// every session of the history.
 	open   map[string]*sessState
 	agents map[string]*agentState
-	// doneTool stands for every finished tool call that launched no
-	// subagent: only its id is kept, for dedup.
-	doneTool *toolState
 	// byTool finds the subagent a Task/Agent call launched.
 	byTool map[string]*agentState
 	ctxs   map[ctxKey]*ctxState
@@ -114,29 +117,34 @@ type sessState struct {
 	turn                       *Turn
 	turns                      int
 	hasMain                    bool
-	openTools                  map[string]struct{}
-	agents                     map[string]struct{}
+	// openTools and agents are made on first use and dropped when the
+	// session closes.
+	openTools map[string]struct{}
+	agents    map[string]struct{}
 }
 
-// reqState is one request. Once emitted, only what later copies need is
-// kept (labels, best usage, what was counted): *reqLive is dropped, so the
-// dedup index of a long history stays small.
+func (s *sessState) addOpenTool(id string) {
+	if s.openTools == nil {
+		s.openTools = map[string]struct{}{}
+	}
+	s.openTools[id] = struct{}{}
+}
+
+func (s *sessState) addAgent(id string) {
+	if s.agents == nil {
+		s.agents = map[string]struct{}{}
+	}
+	s.agents[id] = struct{}{}
+}
+
+// reqState is a request not yet emitted. Once emitted, it leaves only a
+// doneReq in the index.
 type reqState struct {
-	seq     uint64
-	where   Where
-	msgID   string
-	model   string
-	usage   transcript.Usage
-	emitted bool
-	counted Tokens
-	// countedModel is the model label the request was counted under;
-	// later growth is added under it, whatever a better copy says.
-	countedModel string
-	*reqLive
-}
-
-// reqLive is what a request needs until it is emitted.
-type reqLive struct {
+	seq       uint64
+	where     Where
+	msgID     string
+	model     string
+	usage     transcript.Usage
 	requestID string
 	stop      string
 	start     time.Time
@@ -184,15 +192,13 @@ func New(cfg Config, sink Sink) *Assembler {
 		cfg:      cfg,
 		sink:     sink,
 		requests: make(map[string]*reqState),
-		pending:  make(map[string]*reqState),
+		labelSet: make(map[reqLabels]uint32),
 		tools:    make(map[string]*toolState),
 		early:    make(map[string]*earlyResult),
-		seen:     make(map[string]struct{}),
 		sessions: make(map[string]*sessState),
 		open:     make(map[string]*sessState),
 		agents:   make(map[string]*agentState),
 		byTool:   make(map[string]*agentState),
-		doneTool: &toolState{done: true},
 		ctxs:     make(map[ctxKey]*ctxState),
 	}
 }
@@ -202,13 +208,14 @@ func (a *Assembler) Stats() Stats { return a.stats }
 
 func (a *Assembler) next() uint64 { a.seq++; return a.seq }
 
-// firstSeen records key and reports whether it is new.
-func (a *Assembler) firstSeen(key string) bool {
-	if _, ok := a.seen[key]; ok {
-		return false
-	}
-	a.seen[key] = struct{}{}
-	return true
+// firstSeen records the id under prefix and reports whether it is new.
+func (a *Assembler) firstSeen(prefix, id string) bool {
+	return a.seen.add(idKey(prefix, id))
+}
+
+// toolDone reports whether a tool call that keeps no details finished.
+func (a *Assembler) toolDone(id string) bool {
+	return a.doneTools.has(idKey(keyTool, id))
 }
 
 // Add feeds one decoded record from src. now is the wall-clock time of
@@ -272,7 +279,7 @@ func (a *Assembler) context(src *Source, r *transcript.Record, now time.Time) *c
 func (a *Assembler) session(id string, src *Source) *sessState {
 	s := a.sessions[id]
 	if s == nil {
-		s = &sessState{seq: a.next(), id: id, projectDir: src.ProjectDir, openTools: map[string]struct{}{}, agents: map[string]struct{}{}}
+		s = &sessState{seq: a.next(), id: id, projectDir: src.ProjectDir}
 		a.sessions[id] = s
 	}
 	return s
@@ -289,7 +296,7 @@ func (a *Assembler) ctxFor(s *sessState, agentID string, now time.Time) *ctxStat
 				ag = &agentState{seq: a.next(), id: agentID, sessionID: s.id}
 				a.agents[agentID] = ag
 			}
-			s.agents[agentID] = struct{}{}
+			s.addAgent(agentID)
 			c.agent = ag
 		}
 		a.ctxs[k] = c
@@ -437,44 +444,23 @@ func (a *Assembler) assistant(c *ctxState, r *transcript.Record, now time.Time) 
 		return
 	}
 	st := a.requests[m.ID]
-	if st == nil {
-		st = &reqState{seq: a.next(), where: a.where(c), msgID: m.ID, reqLive: &reqLive{start: r.Timestamp, end: r.Timestamp}}
-		if p, ok := c.lookup(r.ParentUUID); ok && !p.t.IsZero() && (r.Timestamp.IsZero() || !p.t.After(r.Timestamp)) {
-			st.start = p.t
-		}
-		st.model, st.stop, st.usage, st.requestID = m.Model, m.StopReason, m.Usage, r.RequestID
-		a.requests[m.ID] = st
-		a.pending[m.ID] = st
-		if c.agent == nil && c.sess.turn != nil {
-			c.sess.turn.Requests++
-		}
-	} else {
+	var where Where
+	switch {
+	case st != nil:
 		a.stats.DuplicateRequestLines++
-		if st.reqLive != nil && !r.Timestamp.IsZero() {
+		where = st.where
+		if !r.Timestamp.IsZero() {
 			st.end = laterOf(st.end, r.Timestamp)
 			if st.start.IsZero() {
 				st.start = r.Timestamp
 			}
 		}
-		out, total := m.Usage.Output, m.Usage.Total()
-		if out > st.usage.Output || (out == st.usage.Output && total > st.usage.Total()) {
-			st.model, st.usage = m.Model, m.Usage
-			if st.reqLive != nil {
-				st.stop = m.StopReason
-				if r.RequestID != "" {
-					st.requestID = r.RequestID
-				}
+		if better(m.Usage.Output, m.Usage.Total(), st.usage.Output, st.usage.Total()) {
+			st.model, st.usage, st.stop = m.Model, m.Usage, m.StopReason
+			if r.RequestID != "" {
+				st.requestID = r.RequestID
 			}
 		}
-		if st.emitted {
-			now := TokensOf(st.usage)
-			if d := now.Sub(st.counted); !d.IsZero() {
-				st.counted = st.counted.Max(now)
-				a.sink.RequestUpdate(&RequestUpdate{Where: st.where, MessageID: st.msgID, Model: st.countedModel, Delta: d})
-			}
-		}
-	}
-	if st.reqLive != nil {
 		st.lastSeen = now
 		if m.Text != "" {
 			st.text = joinCapped(st.text, m.Text)
@@ -482,17 +468,48 @@ func (a *Assembler) assistant(c *ctxState, r *transcript.Record, now time.Time) 
 		if m.Thinking != "" {
 			st.thinking = joinCapped(st.thinking, m.Thinking)
 		}
+	default:
+		key := idKey(keyRequest, m.ID)
+		if d, ok := a.done.get(key); ok {
+			// A copy of a request already emitted: count what it adds.
+			a.stats.DuplicateRequestLines++
+			lab := &a.labelList[d.lab]
+			where = lab.where
+			if out, tot := m.Usage.Output, m.Usage.Total(); better(out, tot, d.out, d.total) {
+				a.version++
+				d.out, d.total = out, tot
+				cur := TokensOf(m.Usage)
+				if delta := cur.Sub(d.counted); !delta.IsZero() {
+					d.counted = d.counted.Max(cur)
+					a.sink.RequestUpdate(&RequestUpdate{Where: lab.where, MessageID: m.ID, Model: lab.model, Delta: delta})
+				}
+				a.done.put(key, d)
+			}
+			break
+		}
+		st = &reqState{seq: a.next(), where: a.where(c), msgID: m.ID, start: r.Timestamp, end: r.Timestamp}
+		if p, ok := c.lookup(r.ParentUUID); ok && !p.t.IsZero() && (r.Timestamp.IsZero() || !p.t.After(r.Timestamp)) {
+			st.start = p.t
+		}
+		st.model, st.stop, st.usage, st.requestID = m.Model, m.StopReason, m.Usage, r.RequestID
+		st.lastSeen = now
+		st.text, st.thinking = m.Text, m.Thinking
+		where = st.where
+		a.requests[m.ID] = st
+		if c.agent == nil && c.sess.turn != nil {
+			c.sess.turn.Requests++
+		}
 	}
 	for i := range m.ToolUses {
 		tu := &m.ToolUses[i]
 		if tu.ID == "" {
 			continue
 		}
-		if _, ok := a.tools[tu.ID]; ok {
+		if _, ok := a.tools[tu.ID]; ok || a.toolDone(tu.ID) {
 			continue
 		}
 		ts := &toolState{seq: a.next(), call: ToolCall{
-			Where:        st.where,
+			Where:        where,
 			ToolUseID:    tu.ID,
 			Name:         tu.Name,
 			MessageID:    m.ID,
@@ -502,10 +519,10 @@ func (a *Assembler) assistant(c *ctxState, r *transcript.Record, now time.Time) 
 			Input:        tu.Input,
 		}}
 		a.tools[tu.ID] = ts
-		if st.reqLive != nil {
+		if st != nil {
 			st.toolIDs = append(st.toolIDs, tu.ID)
 		}
-		c.sess.openTools[tu.ID] = struct{}{}
+		c.sess.addOpenTool(tu.ID)
 		if ag := a.agentByTool(tu.ID); ag != nil {
 			ts.call.AgentID = ag.id
 		}
@@ -545,7 +562,7 @@ func (a *Assembler) synthetic(c *ctxState, r *transcript.Record) {
 	if key == "" {
 		key = r.UUID
 	}
-	if key != "" && !a.firstSeen("e:"+key) {
+	if key != "" && !a.firstSeen(keyError, key) {
 		return
 	}
 	kind := SyntheticKind(r)
@@ -586,6 +603,9 @@ func (a *Assembler) user(c *ctxState, r *transcript.Record, now time.Time) {
 		t := a.tools[tr.ToolUseID]
 		switch {
 		case t == nil:
+			if a.toolDone(tr.ToolUseID) {
+				continue
+			}
 			if _, ok := a.early[tr.ToolUseID]; !ok {
 				a.early[tr.ToolUseID] = &earlyResult{isError: tr.IsError, t: r.Timestamp, task: task, output: tr.Content}
 			}
@@ -602,12 +622,12 @@ func (a *Assembler) user(c *ctxState, r *transcript.Record, now time.Time) {
 	}
 	if IsInterruptMarker(r) {
 		if p, ok := c.lookup(r.ParentUUID); ok && p.msgID != "" {
-			if st := a.requests[p.msgID]; st != nil && st.reqLive != nil {
+			if st := a.requests[p.msgID]; st != nil {
 				st.interrupt = true
 			}
 		}
 	}
-	if c.agent == nil && IsHumanPrompt(r) && r.UUID != "" && a.firstSeen("p:"+r.UUID) {
+	if c.agent == nil && IsHumanPrompt(r) && r.UUID != "" && a.firstSeen(keyPrompt, r.UUID) {
 		s := c.sess
 		if s.turn != nil {
 			a.sink.Turn(s.turn)
@@ -640,7 +660,7 @@ func (a *Assembler) finishTool(t *toolState, isError bool, at time.Time, task *t
 		}
 		call.HasDuration = true
 	}
-	if s := a.sessions[call.SessionID]; s != nil {
+	if s := a.sessions[call.SessionID]; s != nil && s.openTools != nil {
 		delete(s.openTools, call.ToolUseID)
 	}
 	a.refreshProject(&call.Where)
@@ -651,7 +671,7 @@ func (a *Assembler) finishTool(t *toolState, isError bool, at time.Time, task *t
 			ag = &agentState{seq: a.next(), id: task.AgentID, sessionID: call.SessionID}
 			a.agents[task.AgentID] = ag
 			if s := a.sessions[call.SessionID]; s != nil {
-				s.agents[task.AgentID] = struct{}{}
+				s.addAgent(task.AgentID)
 			}
 		}
 		if ag.agentType == "" {
@@ -686,7 +706,8 @@ func (a *Assembler) finishTool(t *toolState, isError bool, at time.Time, task *t
 // description from them).
 func (a *Assembler) forget(t *toolState) {
 	if t.call.SubagentType == "" && t.call.Description == "" && t.call.AgentID == "" {
-		a.tools[t.call.ToolUseID] = a.doneTool
+		delete(a.tools, t.call.ToolUseID)
+		a.doneTools.add(idKey(keyTool, t.call.ToolUseID))
 	}
 }
 
@@ -725,7 +746,7 @@ func (a *Assembler) emitAgent(ag *agentState) {
 func (a *Assembler) system(c *ctxState, r *transcript.Record) {
 	switch r.Subtype {
 	case "compact_boundary":
-		if r.UUID != "" && !a.firstSeen("c:"+r.UUID) {
+		if r.UUID != "" && !a.firstSeen(keyCompaction, r.UUID) {
 			return
 		}
 		trigger := r.CompactTrigger
@@ -734,7 +755,7 @@ func (a *Assembler) system(c *ctxState, r *transcript.Record) {
 		}
 		a.sink.Compaction(&Compaction{Where: a.where(c), UUID: r.UUID, Trigger: trigger, PreTokens: r.CompactPreTokens, Time: r.Timestamp})
 	case "api_error":
-		if r.UUID != "" && !a.firstSeen("e:"+r.UUID) {
+		if r.UUID != "" && !a.firstSeen(keyError, r.UUID) {
 			return
 		}
 		a.sink.APIError(&APIError{Where: a.where(c), Kind: "retry", Time: r.Timestamp})
@@ -747,9 +768,18 @@ func (a *Assembler) system(c *ctxState, r *transcript.Record) {
 // unanswered, and closes turns, subagents and sessions. A non-final flush
 // emits requests that have settled and closes sessions idle past the idle
 // timeout.
-func (a *Assembler) Flush(now time.Time, final bool) {
+func (a *Assembler) Flush(now time.Time, final bool) { a.flush(now, final, false) }
+
+// FlushHistory is a non-final Flush for a pause while history is read in
+// groups of files: it settles and closes what it can, so that memory
+// holds one group's open state, but it leaves open the sessions whose
+// project (working directory) is not known yet, since a file read later
+// (a legacy subagent transcript) may tell it.
+func (a *Assembler) FlushHistory(now time.Time) { a.flush(now, false, true) }
+
+func (a *Assembler) flush(now time.Time, final, history bool) {
 	var ready []*reqState
-	for _, st := range a.pending {
+	for _, st := range a.requests {
 		if final || now.Sub(st.lastSeen) >= a.cfg.Settle {
 			ready = append(ready, st)
 		}
@@ -760,6 +790,9 @@ func (a *Assembler) Flush(now time.Time, final bool) {
 	}
 	var closing []*sessState
 	for _, s := range a.open {
+		if history && s.cwd == "" {
+			continue
+		}
 		if final || a.idle(s, now) {
 			closing = append(closing, s)
 		}
@@ -803,11 +836,11 @@ func (a *Assembler) Version() uint64 { return a.version }
 
 func (a *Assembler) emitRequest(st *reqState) {
 	a.version++
-	delete(a.pending, st.msgID)
-	st.emitted = true
+	delete(a.requests, st.msgID)
 	a.refreshProject(&st.where)
-	st.counted = TokensOf(st.usage)
-	st.countedModel = st.model
+	counted := TokensOf(st.usage)
+	a.done.put(idKey(keyRequest, st.msgID), doneReq{counted: counted, out: st.usage.Output, total: st.usage.Total(),
+		lab: a.labels(st.where, st.model)})
 	end := st.end
 	if !st.start.IsZero() && end.Before(st.start) {
 		a.stats.ClampedTimes++
@@ -819,7 +852,7 @@ func (a *Assembler) emitRequest(st *reqState) {
 		RequestID:   st.requestID,
 		Model:       st.model,
 		StopReason:  st.stop,
-		Tokens:      st.counted,
+		Tokens:      counted,
 		Start:       st.start,
 		End:         end,
 		Interrupted: st.interrupt,
@@ -827,7 +860,6 @@ func (a *Assembler) emitRequest(st *reqState) {
 		Text:        st.text,
 		Thinking:    st.thinking,
 	})
-	st.reqLive = nil
 }
 
 func (a *Assembler) closeSession(s *sessState) {
@@ -835,7 +867,7 @@ func (a *Assembler) closeSession(s *sessState) {
 	// Requests of this session still settling are emitted first, so that
 	// their tool calls and turn close after them.
 	var ready []*reqState
-	for _, st := range a.pending {
+	for _, st := range a.requests {
 		if st.where.SessionID == s.id {
 			ready = append(ready, st)
 		}
@@ -858,7 +890,7 @@ func (a *Assembler) closeSession(s *sessState) {
 		a.sink.ToolCall(&t.call)
 		a.forget(t)
 	}
-	clear(s.openTools)
+	s.openTools = nil
 	var agents []*agentState
 	for id := range s.agents {
 		if ag := a.agents[id]; ag != nil && !ag.emitted {
@@ -878,6 +910,13 @@ func (a *Assembler) closeSession(s *sessState) {
 		a.sink.Turn(s.turn)
 		s.turn = nil
 	}
+	// What the session read with is not needed once it is closed: a
+	// record that opens it again starts afresh.
+	delete(a.ctxs, ctxKey{s.id, ""})
+	for id := range s.agents {
+		delete(a.ctxs, ctxKey{s.id, id})
+	}
+	s.agents = nil
 	s.ended = true
 	delete(a.open, s.id)
 	a.sink.Session(a.sessionUnit(s, true))

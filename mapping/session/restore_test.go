@@ -3,6 +3,7 @@ package session
 import (
 	"bufio"
 	"bytes"
+	"compress/gzip"
 	"encoding/json"
 	"io/fs"
 	"os"
@@ -114,5 +115,63 @@ func TestRestoredStateContinuesExactly(t *testing.T) {
 					straight.sessions, split.sessions, straight.turnUnits, split.turnUnits, straight.warmups, split.warmups)
 			}
 		}
+	}
+}
+
+// TestRestoresVersion1State reads a state saved by the version-1 layout
+// (string ids; made by commit 383a2de from the first half of the spotter
+// tree), then reads the whole tree again: the totals equal one
+// uninterrupted run, so an upgrade neither recounts nor loses anything.
+func TestRestoresVersion1State(t *testing.T) {
+	lines := treeLines(t, filepath.Join(sharedDir(t), "corpus", "real", "spotter"))
+	now := time.Unix(0, 0)
+	straight := newTally()
+	a := New(Config{}, straight)
+	feed(a, lines, now)
+	a.Flush(now, true)
+
+	f, err := os.Open(filepath.Join("testdata", "state-v1-spotter-half.json.gz"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	zr, err := gzip.NewReader(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var st State
+	if err := json.NewDecoder(zr).Decode(&st); err != nil {
+		t.Fatal(err)
+	}
+	if st.Version != 1 || len(st.Done) == 0 || len(st.Seen) == 0 {
+		t.Fatalf("not a version-1 state: version %d, %d done tools, %d seen keys", st.Version, len(st.Done), len(st.Seen))
+	}
+	split := newTally()
+	// The first half's units, as the run that saved the state counted
+	// them.
+	first := New(Config{}, split)
+	feed(first, lines[:len(lines)*5/10], now)
+	first.Flush(now.Add(time.Minute), false)
+
+	second := New(Config{}, split)
+	if err := second.Restore(st, now); err != nil {
+		t.Fatal(err)
+	}
+	// Every line again, as when files are read again from the start
+	// (replaced, truncated): what the state holds counts once.
+	feed(second, lines, now)
+	second.Flush(now, true)
+	if !reflect.DeepEqual(straight.tokens, split.tokens) || !reflect.DeepEqual(straight.requests, split.requests) ||
+		!reflect.DeepEqual(straight.tools, split.tools) || straight.sessions != split.sessions || straight.turnUnits != split.turnUnits {
+		t.Errorf("restored from version 1: totals differ:\n straight %v %v %v\n restored %v %v %v",
+			straight.tokens, straight.requests, straight.tools, split.tokens, split.requests, split.tools)
+	}
+	// The migrated state saves as version 2 and restores to the same.
+	again := New(Config{}, newTally())
+	if err := again.Restore(second.State(), now); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := again.done.len(), second.done.len(); got != want {
+		t.Errorf("version 2 round trip: %d done requests, want %d", got, want)
 	}
 }

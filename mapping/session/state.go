@@ -7,8 +7,10 @@ import (
 	"github.com/claude-transcript-exporter/claude-transcript-exporter/mapping/transcript"
 )
 
-// StateVersion is the version of State's layout.
-const StateVersion = 1
+// StateVersion is the version of State's layout. Version 2 keeps the
+// dedup index as 64-bit keys (index.go); Restore still reads version 1,
+// whose string ids it hashes.
+const StateVersion = 2
 
 // State is everything the assembler needs to go on exactly after a
 // restart: what it has counted (for global dedup and for growing counts
@@ -16,19 +18,43 @@ const StateVersion = 1
 // without a result, current turns, subagents), and per-session facts.
 // It is plain data, for the checkpoint to serialise.
 type State struct {
-	Version  int            `json:"version"`
-	Seq      uint64         `json:"seq"`
+	Version int    `json:"version"`
+	Seq     uint64 `json:"seq"`
+	// Requests are the requests not yet emitted (version 1: all of them).
 	Requests []RequestState `json:"requests"`
-	Tools    []ToolState    `json:"tools"`
-	Done     []string       `json:"done_tools"`
-	Early    []EarlyState   `json:"early_results,omitempty"`
-	Seen     []string       `json:"seen"`
-	Sessions []SessionState `json:"sessions"`
-	Agents   []AgentState   `json:"agents"`
-	Stats    Stats          `json:"stats"`
+	// DoneRequests are the emitted ones, with the labels they were
+	// counted under in Labels.
+	DoneRequests []DoneRequest  `json:"done_requests"`
+	Labels       []LabelState   `json:"labels"`
+	Tools        []ToolState    `json:"tools"`
+	DoneTools    []uint64       `json:"done_tool_keys"`
+	Early        []EarlyState   `json:"early_results,omitempty"`
+	SeenKeys     []uint64       `json:"seen_keys"`
+	Sessions     []SessionState `json:"sessions"`
+	Agents       []AgentState   `json:"agents"`
+	Stats        Stats          `json:"stats"`
+
+	// Version 1 only: finished tool ids and "p:"/"c:"/"e:" keys.
+	Done []string `json:"done_tools,omitempty"`
+	Seen []string `json:"seen,omitempty"`
 }
 
-// RequestState is one request, emitted or pending.
+// DoneRequest is an emitted request in the dedup index.
+type DoneRequest struct {
+	Key     uint64 `json:"k"`
+	Label   uint32 `json:"l"`
+	Counted Tokens `json:"c"`
+	Out     int64  `json:"o"`
+	Total   int64  `json:"t"`
+}
+
+// LabelState is a set of labels requests were counted under.
+type LabelState struct {
+	Where Where  `json:"w"`
+	Model string `json:"m"`
+}
+
+// RequestState is a request not yet emitted (version 1: or emitted).
 type RequestState struct {
 	Seq       uint64           `json:"q"`
 	Where     Where            `json:"w"`
@@ -39,11 +65,12 @@ type RequestState struct {
 	Usage     transcript.Usage `json:"u"`
 	Start     time.Time        `json:"s"`
 	End       time.Time        `json:"e"`
-	Emitted   bool             `json:"x,omitempty"`
-	Counted   Tokens           `json:"c"`
-	CountedAs string           `json:"cm,omitempty"`
-	Interrupt bool             `json:"i,omitempty"`
-	ToolIDs   []string         `json:"t,omitempty"`
+	// Version 1 only.
+	Emitted   bool     `json:"x,omitempty"`
+	Counted   Tokens   `json:"c"`
+	CountedAs string   `json:"cm,omitempty"`
+	Interrupt bool     `json:"i,omitempty"`
+	ToolIDs   []string `json:"t,omitempty"`
 }
 
 // ToolState is an open tool call (no result yet).
@@ -103,26 +130,29 @@ type AgentState struct {
 func (a *Assembler) State() State {
 	st := State{Version: StateVersion, Seq: a.seq, Stats: a.stats}
 	for _, r := range a.requests {
-		rs := RequestState{Seq: r.seq, Where: r.where, MsgID: r.msgID, Model: r.model, Usage: r.usage,
-			Emitted: r.emitted, Counted: r.counted, CountedAs: r.countedModel}
-		if r.reqLive != nil {
-			rs.RequestID, rs.Stop, rs.Start, rs.End, rs.Interrupt, rs.ToolIDs = r.requestID, r.stop, r.start, r.end, r.interrupt, r.toolIDs
-		}
-		st.Requests = append(st.Requests, rs)
+		st.Requests = append(st.Requests, RequestState{Seq: r.seq, Where: r.where, MsgID: r.msgID, Model: r.model, Usage: r.usage,
+			RequestID: r.requestID, Stop: r.stop, Start: r.start, End: r.end, Interrupt: r.interrupt, ToolIDs: r.toolIDs})
 	}
-	for id, t := range a.tools {
+	st.Labels = make([]LabelState, len(a.labelList))
+	for i, l := range a.labelList {
+		st.Labels[i] = LabelState{Where: l.where, Model: l.model}
+	}
+	st.DoneRequests = make([]DoneRequest, 0, a.done.len())
+	a.done.each(func(k uint64, d doneReq) {
+		st.DoneRequests = append(st.DoneRequests, DoneRequest{Key: k, Label: d.lab, Counted: d.counted, Out: d.out, Total: d.total})
+	})
+	for _, t := range a.tools {
 		if t.done {
-			st.Done = append(st.Done, id)
+			st.DoneTools = append(st.DoneTools, idKey(keyTool, t.call.ToolUseID))
 		} else {
 			st.Tools = append(st.Tools, ToolState{Seq: t.seq, Call: t.call})
 		}
 	}
+	st.DoneTools = a.doneTools.appendTo(st.DoneTools)
 	for id, e := range a.early {
 		st.Early = append(st.Early, EarlyState{ID: id, IsError: e.isError, T: e.t, Task: e.task})
 	}
-	for k := range a.seen {
-		st.Seen = append(st.Seen, k)
-	}
+	st.SeenKeys = a.seen.appendTo(make([]uint64, 0, a.seen.len()))
 	for _, s := range a.sessions {
 		ss := SessionState{Seq: s.seq, ID: s.id, Cwd: s.cwd, Branch: s.branch, Version: s.version, Slug: s.slug, Title: s.title,
 			ProjectDir: s.projectDir, Started: s.started, Ended: s.ended, HasMain: s.hasMain, Start: s.start, Last: s.last,
@@ -151,35 +181,48 @@ func (a *Assembler) State() State {
 // any Add. now is the processing time given to restored sessions and
 // pending requests (for settling and idle timeouts).
 func (a *Assembler) Restore(st State, now time.Time) error {
-	if st.Version != StateVersion {
+	if st.Version != StateVersion && st.Version != 1 {
 		return fmt.Errorf("restore assembler state: version %d, want %d", st.Version, StateVersion)
 	}
 	a.seq = st.Seq
 	a.stats = st.Stats
 	clear(a.requests)
-	clear(a.pending)
+	a.done.reset()
+	clear(a.labelSet)
+	a.labelList = a.labelList[:0]
 	clear(a.tools)
+	a.doneTools.reset()
 	clear(a.early)
-	clear(a.seen)
+	a.seen.reset()
 	clear(a.sessions)
 	clear(a.open)
 	clear(a.agents)
 	clear(a.byTool)
 	clear(a.ctxs)
-	for _, r := range st.Requests {
-		rs := &reqState{seq: r.Seq, where: r.Where, msgID: r.MsgID, model: r.Model, usage: r.Usage, emitted: r.Emitted,
-			counted: r.Counted, countedModel: r.CountedAs}
-		if !r.Emitted {
-			rs.reqLive = &reqLive{requestID: r.RequestID, stop: r.Stop, start: r.Start, end: r.End, lastSeen: now,
-				interrupt: r.Interrupt, toolIDs: r.ToolIDs}
-		}
-		a.requests[r.MsgID] = rs
-		if !rs.emitted {
-			a.pending[r.MsgID] = rs
-		}
+	labels := make([]uint32, len(st.Labels))
+	for i, l := range st.Labels {
+		labels[i] = a.labels(l.Where, l.Model)
 	}
-	for _, id := range st.Done {
-		a.tools[id] = a.doneTool
+	for _, d := range st.DoneRequests {
+		if int(d.Label) >= len(labels) {
+			return fmt.Errorf("restore assembler state: request label %d of %d", d.Label, len(labels))
+		}
+		a.done.put(d.Key, doneReq{counted: d.Counted, out: d.Out, total: d.Total, lab: labels[d.Label]})
+	}
+	for _, r := range st.Requests {
+		if r.Emitted { // version 1
+			a.done.put(idKey(keyRequest, r.MsgID), doneReq{counted: r.Counted, out: r.Usage.Output, total: r.Usage.Total(),
+				lab: a.labels(r.Where, r.CountedAs)})
+			continue
+		}
+		a.requests[r.MsgID] = &reqState{seq: r.Seq, where: r.Where, msgID: r.MsgID, model: r.Model, usage: r.Usage,
+			requestID: r.RequestID, stop: r.Stop, start: r.Start, end: r.End, lastSeen: now, interrupt: r.Interrupt, toolIDs: r.ToolIDs}
+	}
+	for _, k := range st.DoneTools {
+		a.doneTools.add(k)
+	}
+	for _, id := range st.Done { // version 1
+		a.doneTools.add(idKey(keyTool, id))
 	}
 	for _, t := range st.Tools {
 		a.tools[t.Call.ToolUseID] = &toolState{seq: t.Seq, call: t.Call}
@@ -187,18 +230,21 @@ func (a *Assembler) Restore(st State, now time.Time) error {
 	for _, e := range st.Early {
 		a.early[e.ID] = &earlyResult{isError: e.IsError, t: e.T, task: e.Task}
 	}
-	for _, k := range st.Seen {
-		a.seen[k] = struct{}{}
+	for _, k := range st.SeenKeys {
+		a.seen.add(k)
+	}
+	for _, k := range st.Seen { // version 1: the prefix is part of the key
+		a.seen.add(idKey("", k))
 	}
 	for _, s := range st.Sessions {
 		ss := &sessState{seq: s.Seq, id: s.ID, cwd: s.Cwd, branch: s.Branch, version: s.Version, slug: s.Slug, title: s.Title,
 			projectDir: s.ProjectDir, started: s.Started, ended: s.Ended, hasMain: s.HasMain, start: s.Start, last: s.Last,
-			lastSeen: now, turn: s.Turn, turns: s.Turns, openTools: map[string]struct{}{}, agents: map[string]struct{}{}}
+			lastSeen: now, turn: s.Turn, turns: s.Turns}
 		for _, id := range s.OpenTools {
-			ss.openTools[id] = struct{}{}
+			ss.addOpenTool(id)
 		}
 		for _, id := range s.Agents {
-			ss.agents[id] = struct{}{}
+			ss.addAgent(id)
 		}
 		a.sessions[s.ID] = ss
 		if !ss.ended {

@@ -1,0 +1,324 @@
+package session
+
+import (
+	"math"
+	"slices"
+)
+
+// The dedup index. Deduplication is global and exact over the whole
+// history, so the assembler must remember every request, tool call, prompt,
+// compaction and API error it has counted, for as long as it runs (a
+// resumed session copies its history into a new file, years of it). What
+// it remembers of each is kept small: a 64-bit hash of the id in place of
+// the id, and for a request only what a later, better copy needs to be
+// counted by difference. Everything else about a request, a tool call or a
+// session is dropped once it is emitted or closed.
+//
+// Two distinct ids with the same 64-bit hash would fold into one. With a
+// well-mixed 64-bit hash the chance of any such pair among n ids is about
+// n²/2⁶⁵: one in 37 million for a million requests.
+
+// idKey is the index key of an id: FNV-1a over prefix then id, with a
+// final avalanche (FNV's low bits mix poorly on their own). It is stable
+// across runs and builds, so that keys can be saved in the state file.
+func idKey(prefix, id string) uint64 {
+	const (
+		offset = 14695981039346656037
+		prime  = 1099511628211
+	)
+	h := uint64(offset)
+	for i := 0; i < len(prefix); i++ {
+		h ^= uint64(prefix[i])
+		h *= prime
+	}
+	for i := 0; i < len(id); i++ {
+		h ^= uint64(id[i])
+		h *= prime
+	}
+	// fmix64 from MurmurHash3.
+	h ^= h >> 33
+	h *= 0xff51afd7ed558ccd
+	h ^= h >> 33
+	h *= 0xc4ceb9fe1a85ec53
+	h ^= h >> 33
+	return h
+}
+
+// Key prefixes of the index namespaces. They match the string keys of
+// state version 1, so that a saved key migrates as idKey(prefix, id).
+const (
+	keyRequest    = ""
+	keyTool       = ""
+	keyPrompt     = "p:"
+	keyCompaction = "c:"
+	keyError      = "e:"
+)
+
+// doneReq is what an emitted request keeps: what was counted, the best
+// copy so far (by output, then total), and the labels it was counted
+// under (an index into Assembler.labelList). A later, better copy adds its
+// difference under those labels. It holds no pointer, so that the garbage
+// collector never scans the index, however long the history.
+type doneReq struct {
+	counted Tokens
+	out     int64
+	total   int64
+	lab     uint32
+}
+
+// reqLabels are the labels requests were counted under, shared by every
+// request of a turn (or subagent) and model.
+type reqLabels struct {
+	where Where
+	model string
+}
+
+// labels returns the index of the shared labels for where and model.
+func (a *Assembler) labels(where Where, model string) uint32 {
+	k := reqLabels{where: where, model: model}
+	if i, ok := a.labelSet[k]; ok {
+		return i
+	}
+	i := uint32(len(a.labelList))
+	a.labelList = append(a.labelList, k)
+	a.labelSet[k] = i
+	return i
+}
+
+// better reports whether a copy with output out and total tot beats the
+// best one so far.
+func better(out, tot, bestOut, bestTot int64) bool {
+	return out > bestOut || (out == bestOut && tot > bestTot)
+}
+
+// keySet is a set of index keys at about 8 bytes a key: the old keys in a
+// sorted array, found by interpolation (keys are uniform hashes), and the
+// recent ones in a map, merged into the array once they are an eighth of
+// it. A Go map alone costs 24 to 36 bytes a key, most of it room to grow.
+type keySet struct {
+	old    []uint64
+	recent map[uint64]struct{}
+}
+
+// mergeAt is how many recent keys a sorted array of n keys takes in before
+// a merge: merges cost O(n) each, so they are spaced out as n grows.
+func mergeAt(n int) int { return max(4096, n/8) }
+
+func (s *keySet) has(k uint64) bool {
+	if _, ok := s.recent[k]; ok {
+		return true
+	}
+	return search(s.old, k) >= 0
+}
+
+// add adds k and reports whether it was new.
+func (s *keySet) add(k uint64) bool {
+	if s.has(k) {
+		return false
+	}
+	if s.recent == nil {
+		s.recent = make(map[uint64]struct{})
+	}
+	s.recent[k] = struct{}{}
+	if len(s.recent) >= mergeAt(len(s.old)) {
+		add := make([]uint64, 0, len(s.recent))
+		for k := range s.recent {
+			add = append(add, k)
+		}
+		slices.Sort(add)
+		s.old = mergeSorted(s.old, add)
+		clear(s.recent)
+	}
+	return true
+}
+
+func (s *keySet) len() int { return len(s.old) + len(s.recent) }
+
+// appendTo appends every key to dst, in no particular order.
+func (s *keySet) appendTo(dst []uint64) []uint64 {
+	dst = append(dst, s.old...)
+	for k := range s.recent {
+		dst = append(dst, k)
+	}
+	return dst
+}
+
+func (s *keySet) reset() {
+	s.old = nil
+	s.recent = nil
+}
+
+// mergeSorted merges two sorted key arrays without duplicates into a new
+// array of exactly their size.
+func mergeSorted(a, b []uint64) []uint64 {
+	out := make([]uint64, 0, len(a)+len(b))
+	i, j := 0, 0
+	for i < len(a) && j < len(b) {
+		switch {
+		case a[i] < b[j]:
+			out = append(out, a[i])
+			i++
+		case a[i] > b[j]:
+			out = append(out, b[j])
+			j++
+		default:
+			out = append(out, a[i])
+			i++
+			j++
+		}
+	}
+	out = append(out, a[i:]...)
+	return append(out, b[j:]...)
+}
+
+// search returns the index of k in the sorted array a, or -1. It guesses
+// positions by interpolation, which takes a few probes on uniform keys,
+// and falls back to bisection if the guesses do not converge.
+func search(a []uint64, k uint64) int {
+	lo, hi := 0, len(a)-1
+	for probes := 0; lo <= hi; probes++ {
+		if k < a[lo] || k > a[hi] {
+			return -1
+		}
+		mid := lo + (hi-lo)/2
+		if probes < 6 && a[hi] > a[lo] {
+			f := float64(k-a[lo]) / float64(a[hi]-a[lo])
+			mid = lo + int(f*float64(hi-lo))
+			mid = min(max(mid, lo), hi)
+		}
+		switch {
+		case a[mid] == k:
+			return mid
+		case a[mid] < k:
+			lo = mid + 1
+		default:
+			hi = mid - 1
+		}
+	}
+	return -1
+}
+
+// doneVal is a doneReq in 32 bits a field: requests count far fewer than
+// 4 billion tokens. A request whose numbers do not fit (a damaged line)
+// is kept whole in doneIndex.wide instead.
+type doneVal struct {
+	counted    [5]uint32
+	out, total uint32
+	lab        uint32
+}
+
+func packDone(d doneReq) (doneVal, bool) {
+	v := doneVal{lab: d.lab}
+	for i, n := range [...]int64{d.counted.Input, d.counted.Output, d.counted.CacheRead, d.counted.CacheWrite5m,
+		d.counted.CacheWrite1h, d.out, d.total} {
+		if n < 0 || n > math.MaxUint32 {
+			return doneVal{}, false
+		}
+		switch i {
+		case 5:
+			v.out = uint32(n)
+		case 6:
+			v.total = uint32(n)
+		default:
+			v.counted[i] = uint32(n)
+		}
+	}
+	return v, true
+}
+
+func (v doneVal) unpack() doneReq {
+	return doneReq{
+		counted: Tokens{Input: int64(v.counted[0]), Output: int64(v.counted[1]), CacheRead: int64(v.counted[2]),
+			CacheWrite5m: int64(v.counted[3]), CacheWrite1h: int64(v.counted[4])},
+		out: int64(v.out), total: int64(v.total), lab: v.lab,
+	}
+}
+
+// doneIndex maps the keys of emitted requests to what they keep, at about
+// 40 bytes a request, laid out as keySet is.
+type doneIndex struct {
+	keys   []uint64
+	vals   []doneVal
+	recent map[uint64]doneVal
+	// wide holds the requests whose numbers do not fit doneVal; it is
+	// looked up first, so a request that moved there is found there.
+	wide map[uint64]doneReq
+}
+
+func (x *doneIndex) get(k uint64) (doneReq, bool) {
+	if d, ok := x.wide[k]; ok {
+		return d, true
+	}
+	if v, ok := x.recent[k]; ok {
+		return v.unpack(), true
+	}
+	if i := search(x.keys, k); i >= 0 {
+		return x.vals[i].unpack(), true
+	}
+	return doneReq{}, false
+}
+
+func (x *doneIndex) put(k uint64, d doneReq) {
+	v, ok := packDone(d)
+	if _, wide := x.wide[k]; wide || !ok {
+		if x.wide == nil {
+			x.wide = make(map[uint64]doneReq)
+		}
+		x.wide[k] = d
+		return
+	}
+	if i := search(x.keys, k); i >= 0 {
+		x.vals[i] = v
+		return
+	}
+	if x.recent == nil {
+		x.recent = make(map[uint64]doneVal)
+	}
+	x.recent[k] = v
+	if len(x.recent) >= mergeAt(len(x.keys)) {
+		x.merge()
+	}
+}
+
+func (x *doneIndex) merge() {
+	add := make([]uint64, 0, len(x.recent))
+	for k := range x.recent {
+		add = append(add, k)
+	}
+	slices.Sort(add)
+	keys := make([]uint64, 0, len(x.keys)+len(add))
+	vals := make([]doneVal, 0, len(x.keys)+len(add))
+	i, j := 0, 0
+	for i < len(x.keys) || j < len(add) {
+		if j == len(add) || i < len(x.keys) && x.keys[i] < add[j] {
+			keys, vals = append(keys, x.keys[i]), append(vals, x.vals[i])
+			i++
+			continue
+		}
+		keys, vals = append(keys, add[j]), append(vals, x.recent[add[j]])
+		j++
+	}
+	x.keys, x.vals = keys, vals
+	clear(x.recent)
+}
+
+func (x *doneIndex) len() int { return len(x.keys) + len(x.recent) + len(x.wide) }
+
+// each calls fn for every request, once, in no particular order.
+func (x *doneIndex) each(fn func(k uint64, d doneReq)) {
+	for k, d := range x.wide {
+		fn(k, d)
+	}
+	for k, v := range x.recent {
+		if _, ok := x.wide[k]; !ok {
+			fn(k, v.unpack())
+		}
+	}
+	for i, k := range x.keys {
+		if _, ok := x.wide[k]; !ok {
+			fn(k, x.vals[i].unpack())
+		}
+	}
+}
+
+func (x *doneIndex) reset() { *x = doneIndex{} }

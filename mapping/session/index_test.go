@@ -1,0 +1,145 @@
+package session
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+)
+
+func TestIDKeyIsStableAndPrefixed(t *testing.T) {
+	tests := []struct {
+		name         string
+		a, b         uint64
+		wantSame     bool
+		wantConstant uint64
+	}{
+		// The state file keeps keys: they must never change between
+		// builds: FNV-1a then MurmurHash3's fmix64, checked by hand.
+		{name: "fixed value", a: idKey(keyRequest, "msg_01ABC"), wantConstant: 0xefa2d98feb7d9095},
+		{name: "prefix joins the id", a: idKey(keyPrompt, "u1"), b: idKey("", "p:u1"), wantSame: true},
+		{name: "namespaces differ", a: idKey(keyPrompt, "u1"), b: idKey(keyCompaction, "u1")},
+		{name: "ids differ", a: idKey("", "toolu_1"), b: idKey("", "toolu_2")},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if tt.wantConstant != 0 {
+				if tt.a != tt.wantConstant {
+					t.Fatalf("key %x, want %x", tt.a, tt.wantConstant)
+				}
+				return
+			}
+			if (tt.a == tt.b) != tt.wantSame {
+				t.Errorf("keys %x and %x: same = %v, want %v", tt.a, tt.b, tt.a == tt.b, tt.wantSame)
+			}
+		})
+	}
+}
+
+func TestKeySetAgreesWithAMap(t *testing.T) {
+	for _, n := range []int{0, 1, 100, 5000, 60000} {
+		rng := rand.New(rand.NewPCG(uint64(n), 7))
+		var s keySet
+		model := map[uint64]bool{}
+		for i := 0; i < n; i++ {
+			k := rng.Uint64()
+			if i%5 == 0 && i > 0 {
+				k = uint64(i) // small, clustered keys too
+			}
+			if got, want := s.add(k), !model[k]; got != want {
+				t.Fatalf("n=%d add(%x) = %v, want %v", n, k, got, want)
+			}
+			model[k] = true
+		}
+		for k := range model {
+			if !s.has(k) || s.add(k) {
+				t.Fatalf("n=%d: key %x lost", n, k)
+			}
+		}
+		for i := 0; i < 1000; i++ {
+			k := rng.Uint64()
+			if s.has(k) != model[k] {
+				t.Fatalf("n=%d: has(%x) = %v, want %v", n, k, s.has(k), model[k])
+			}
+		}
+		if s.len() != len(model) || len(s.appendTo(nil)) != len(model) {
+			t.Fatalf("n=%d: len %d, %d keys listed, want %d", n, s.len(), len(s.appendTo(nil)), len(model))
+		}
+	}
+}
+
+func TestSearchFindsEveryKeyAndNoOther(t *testing.T) {
+	tests := []struct {
+		name string
+		keys []uint64
+	}{
+		{"empty", nil},
+		{"one", []uint64{42}},
+		{"extremes", []uint64{0, 1, math.MaxUint64 - 1, math.MaxUint64}},
+		{"skewed", []uint64{1, 2, 3, 4, 5, 6, 7, 8, 1 << 60, math.MaxUint64}},
+		{"dense", func() []uint64 {
+			var out []uint64
+			for i := uint64(0); i < 1000; i++ {
+				out = append(out, i*3)
+			}
+			return out
+		}()},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			for i, k := range tt.keys {
+				if got := search(tt.keys, k); got != i {
+					t.Errorf("search(%d) = %d, want %d", k, got, i)
+				}
+				if k < math.MaxUint64 && (i+1 == len(tt.keys) || tt.keys[i+1] != k+1) {
+					if got := search(tt.keys, k+1); got != -1 {
+						t.Errorf("search(%d) = %d, want -1", k+1, got)
+					}
+				}
+			}
+		})
+	}
+}
+
+func TestDoneIndexAgreesWithAMap(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	var x doneIndex
+	model := map[uint64]doneReq{}
+	keys := []uint64{}
+	for i := 0; i < 50000; i++ {
+		var k uint64
+		if len(keys) > 0 && i%3 == 0 {
+			k = keys[rng.IntN(len(keys))] // an update
+		} else {
+			k = rng.Uint64()
+			keys = append(keys, k)
+		}
+		d := doneReq{counted: Tokens{Input: rng.Int64N(1 << 20), Output: rng.Int64N(1 << 16), CacheRead: rng.Int64N(1 << 22)},
+			out: rng.Int64N(1 << 16), total: rng.Int64N(1 << 24), lab: uint32(rng.IntN(100))}
+		switch i % 97 {
+		case 0:
+			d.counted.CacheRead = 1 << 40 // does not fit 32 bits
+		case 1:
+			d.out = -1 // a damaged line
+		}
+		x.put(k, d)
+		model[k] = d
+	}
+	for k, want := range model {
+		if got, ok := x.get(k); !ok || got != want {
+			t.Fatalf("get(%x) = %+v, %v; want %+v", k, got, ok, want)
+		}
+	}
+	if _, ok := x.get(rng.Uint64()); ok {
+		t.Fatal("found a key never put")
+	}
+	seen := map[uint64]bool{}
+	x.each(func(k uint64, d doneReq) {
+		if seen[k] || model[k] != d {
+			t.Fatalf("each: key %x twice or with %+v, want %+v", k, d, model[k])
+		}
+		seen[k] = true
+	})
+	if len(seen) != len(model) {
+		t.Fatalf("each listed %d requests, want %d", len(seen), len(model))
+	}
+}
