@@ -5,6 +5,8 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/claude-transcript-exporter/claude-transcript-exporter/internal/indepcount"
@@ -125,4 +127,41 @@ func tokenTotals(t *indepcount.Totals) map[string]int64 {
 		}
 	}
 	return out
+}
+
+// TestOneshotInGroupsMatchesGoldens reads every tree with the smallest
+// backfill group, so that the pipeline settles and closes sessions after
+// every file: the exposition is the golden one (float sums such as costs
+// and durations to rounding, as they are added in another order). Closing a session early must
+// neither lose nor recount anything, nor change a label.
+func TestOneshotInGroupsMatchesGoldens(t *testing.T) {
+	goldDir := filepath.Join(testbackend.RepoRoot(t), "testdata", "oneshot")
+	for _, tree := range testbackend.CorpusTrees(t) {
+		name := filepath.Base(tree)
+		t.Run(name, func(t *testing.T) {
+			want, err := os.ReadFile(filepath.Join(goldDir, name+".prom"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := stableExposition(oneshot(t, "--claude.dir="+tree, "--tail.backfill-group-bytes=1"))
+			gl, wl := strings.Split(got, "\n"), strings.Split(string(want), "\n")
+			if len(gl) != len(wl) {
+				t.Fatalf("exposition has %d lines, golden %d:\n%s", len(gl), len(wl), got)
+			}
+			for i := range wl {
+				if gl[i] == wl[i] {
+					continue
+				}
+				gn, gv, _ := strings.Cut(gl[i], " ")
+				wn, wv, _ := strings.Cut(wl[i], " ")
+				g, errG := strconv.ParseFloat(gv, 64)
+				w, errW := strconv.ParseFloat(wv, 64)
+				floatSum := strings.HasPrefix(gn, "claude_transcript_cost_usd_total{") || strings.Contains(gn, "_sum{")
+				if !floatSum || gn != wn || errG != nil || errW != nil ||
+					math.Abs(g-w) > 1e-9*math.Max(1, math.Abs(w)) {
+					t.Errorf("line %d:\n got  %s\n want %s", i+1, gl[i], wl[i])
+				}
+			}
+		})
+	}
 }

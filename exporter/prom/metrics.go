@@ -171,7 +171,9 @@ func (m *Metrics) AddAPIError(kind, project string) { m.apiErrors.add(1, kind, p
 // Activity implements metrics.Observer.
 func (m *Metrics) Activity(sessionID, project string, t time.Time) {
 	m.mu.Lock()
-	if a, ok := m.activity[sessionID]; !ok || t.After(a.t) {
+	// At equal times the later report wins: a session closed and opened
+	// again may have learnt its project (working directory) since.
+	if a, ok := m.activity[sessionID]; !ok || !t.Before(a.t) {
 		m.activity[sessionID] = activity{project: project, t: t}
 	}
 	m.mu.Unlock()

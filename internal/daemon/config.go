@@ -35,7 +35,10 @@ type Config struct {
 	// with --traces.exporter=stdout.
 	OneshotMetricsFile string
 
-	MaxLineBytes   int           // --tail.max-line-bytes
+	MaxLineBytes int // --tail.max-line-bytes
+	// GroupBytes is how much the backfill reads between two settles
+	// (--tail.backfill-group-bytes): memory holds one group's open state.
+	GroupBytes     int
 	RescanInterval time.Duration // --tail.rescan-interval
 	PollOnly       bool          // --tail.poll-only
 	PollInterval   time.Duration // --tail.poll-interval
@@ -80,6 +83,7 @@ func NewConfig() Config {
 		WebListenAddresses: []string{":9812"},
 		TelemetryPath:      "/metrics",
 		MaxLineBytes:       transcript.DefaultMaxLineBytes,
+		GroupBytes:         DefaultGroupBytes,
 		RescanInterval:     10 * time.Second,
 		PollInterval:       time.Second,
 		ProjectLabel:       string(metrics.ProjectBasename),
@@ -173,6 +177,9 @@ func (c *Config) Validate() error {
 	}
 	if c.MaxLineBytes < 1024 || c.MaxLineBytes > 1<<30 {
 		return fmt.Errorf("--tail.max-line-bytes: %d is outside 1KiB..1GiB", c.MaxLineBytes)
+	}
+	if c.GroupBytes < 1 {
+		return fmt.Errorf("--tail.backfill-group-bytes: %d must be positive", c.GroupBytes)
 	}
 	if c.RescanInterval < 100*time.Millisecond {
 		return fmt.Errorf("--tail.rescan-interval: %s is below 100ms", c.RescanInterval)

@@ -94,6 +94,9 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger, stdout io.Writer)
 		if err != nil {
 			return err
 		}
+		// What is read is complete: settle it group by group, so that
+		// memory holds one group's open state, not the history's.
+		rd.between = func() { asm.FlushHistory(now().Add(session.DefaultSettle)) }
 		rd.readFiles(files, true)
 		asm.Flush(now(), true)
 		stats.publish(asm.Stats())
@@ -167,11 +170,13 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger, stdout io.Writer)
 		usage: usage, traces: traces, stats: stats, keep: st}
 
 	// Backfill: every file present at start, then ready.
+	// What was on disk at start is complete: settle it as the read goes
+	// on and at its end (a request being streamed right now may be
+	// counted before its last line; it then grows by the difference).
 	start := now()
+	rd.between = func() { asm.FlushHistory(now().Add(session.DefaultSettle)) }
 	fl.rescan()
-	// What was on disk at start is complete: settle it at once (a
-	// request being streamed right now may be counted before its last
-	// line; it then grows by the difference).
+	rd.between = nil
 	asm.Flush(now().Add(session.DefaultSettle), false)
 	stats.publish(asm.Stats())
 	self.BackfillDone.Set(1)

@@ -7,7 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strings"
 	"time"
 
@@ -54,6 +54,11 @@ type reader struct {
 	live bool
 	// version grows whenever an offset or the file table changes.
 	version uint64
+	// between, when set, runs between two groups of a long read (the
+	// backfill flushes there; see readFiles).
+	between func()
+	// batches recycles decoded record batches across reads.
+	batches chan []transcript.Record
 }
 
 func newReader(cfg *Config, log *slog.Logger, self *prom.Self, asm *session.Assembler, decOpts transcript.Options, now func() time.Time) *reader {
@@ -66,6 +71,7 @@ func newReader(cfg *Config, log *slog.Logger, self *prom.Self, asm *session.Asse
 		files:    map[string]*fileState{},
 		restored: map[string]checkpoint.Entry{},
 		now:      now,
+		batches:  make(chan []transcript.Record, 2*workers()),
 	}
 }
 
@@ -124,9 +130,26 @@ func (r *reader) sorted() []*fileState {
 	for _, f := range r.files {
 		out = append(out, f)
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].path < out[j].path })
+	sortForRead(out)
 	r.self.FilesWatched.Set(float64(len(out)))
 	return out
+}
+
+// sortForRead puts files in reading order: by path, so that a session's
+// subagents (<session>/subagents/) follow it, except that legacy
+// agent-*.jsonl files come after everything else in their project
+// directory. A subagent is then read after the session that launched it
+// and its Task call, which name its type, even when the backfill settles
+// and closes sessions between groups of files.
+func sortForRead(files []*fileState) {
+	key := func(f *fileState) string {
+		if f.src.Kind == session.SourceLegacyAgent {
+			// 0xff sorts after every byte of a name.
+			return filepath.Dir(f.path) + string(filepath.Separator) + "\xff" + filepath.Base(f.path)
+		}
+		return f.path
+	}
+	slices.SortFunc(files, func(a, b *fileState) int { return strings.Compare(key(a), key(b)) })
 }
 
 // subagentMeta is the .meta.json beside a subagent transcript.

@@ -52,6 +52,7 @@ func (f *follower) rescan() {
 			changed = append(changed, fs)
 		}
 	}
+	sortForRead(changed)
 	f.rd.readFiles(changed, false)
 }
 

@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	"github.com/claude-transcript-exporter/claude-transcript-exporter/internal/tail"
+	"github.com/claude-transcript-exporter/claude-transcript-exporter/mapping/session"
 	"github.com/claude-transcript-exporter/claude-transcript-exporter/mapping/transcript"
 )
 
@@ -16,7 +17,7 @@ import (
 // exactly as in a sequential read.
 
 // chunkBytes is the size of a range a worker decodes at once.
-const chunkBytes = 4 << 20
+const chunkBytes = 256 << 10
 
 // job is one range of one file.
 type job struct {
@@ -105,16 +106,16 @@ func (d *decoded) reason(r transcript.Reason) {
 
 // decodeInOrder runs jobs on n workers and calls consume with each result
 // in job order. At most 2n results wait at a time, which bounds memory.
-func decodeInOrder(jobs []job, n, maxLine int, opts transcript.Options, consume func(*decoded)) {
+//
+// free holds record batches handed back after consumption, for reuse; it
+// may be shared by successive calls.
+func decodeInOrder(jobs []job, n, maxLine int, opts transcript.Options, free chan []transcript.Record, consume func(*decoded)) {
 	if n < 1 {
 		n = 1
 	}
 	in := make(chan job)
 	out := make(chan decoded, n)
 	window := make(chan struct{}, 2*n)
-	// free holds record batches handed back after consumption, one per
-	// job in flight at most.
-	free := make(chan []transcript.Record, 2*n+n)
 	var wg sync.WaitGroup
 	for i := 0; i < n; i++ {
 		wg.Add(1)
@@ -164,10 +165,43 @@ func decodeInOrder(jobs []job, n, maxLine int, opts transcript.Options, consume 
 // workers is the number of decode goroutines.
 func workers() int { return runtime.GOMAXPROCS(0) }
 
+// A backfill reads in groups of files, with a hook between groups: the
+// pipeline flushes there, so that settled requests and idle sessions of the
+// history leave memory as the read goes on, instead of all of it waiting
+// for the end. A group ends once it holds Config.GroupBytes to read, at a
+// file that does not continue the session before it (its subagents stay in
+// the group), or at groupFiles files, which also bounds open descriptors.
+const groupFiles = 1024
+
+// DefaultGroupBytes is the default --tail.backfill-group-bytes.
+const DefaultGroupBytes = 64 << 20
+
+// continues reports whether f belongs with prev: a subagent file of the
+// same session (<session>.jsonl sorts right before <session>/subagents/).
+func continues(prev, f *fileState) bool {
+	return prev != nil && f.src.Kind == session.SourceSubagent && f.src.SessionID != "" &&
+		(prev.src.SessionID == f.src.SessionID)
+}
+
 // readFiles reads what was appended to each file since its offset, decoding
 // in parallel and assembling in order. atEOF hands unterminated last lines
 // over (one-shot runs). It returns the number of files that had new lines.
 func (r *reader) readFiles(files []*fileState, atEOF bool) int {
+	n := 0
+	for len(files) > 0 {
+		k, changed := r.readGroup(files, atEOF)
+		n += changed
+		files = files[k:]
+		if len(files) > 0 && r.between != nil {
+			r.between()
+		}
+	}
+	return n
+}
+
+// readGroup reads the leading group of files. It returns how many files
+// it took and how many of them had new lines.
+func (r *reader) readGroup(files []*fileState, atEOF bool) (took, changedN int) {
 	var jobs []job
 	var open []*os.File
 	defer func() {
@@ -175,7 +209,14 @@ func (r *reader) readFiles(files []*fileState, atEOF bool) int {
 			fh.Close()
 		}
 	}()
+	var pendingBytes int64
+	var prev *fileState
 	for _, f := range files {
+		if took > 0 && (took >= groupFiles || pendingBytes >= int64(r.cfg.GroupBytes) && !continues(prev, f)) {
+			break
+		}
+		took++
+		prev = f
 		fh, from, size := r.prepare(f)
 		if fh == nil {
 			continue
@@ -186,16 +227,17 @@ func (r *reader) readFiles(files []*fileState, atEOF bool) int {
 			r.log.Warn("read failed", "path", f.path, "err", err)
 			continue
 		}
+		pendingBytes += size - from
 		for i, rg := range ranges {
 			jobs = append(jobs, job{seq: len(jobs), f: f, fh: fh, rg: rg, last: i == len(ranges)-1})
 		}
 	}
 	if len(jobs) == 0 {
-		return 0
+		return took, 0
 	}
 	now := r.now()
 	changed := map[*fileState]bool{}
-	decodeInOrder(jobs, workers(), r.cfg.MaxLineBytes, r.decOpts, func(d *decoded) {
+	decodeInOrder(jobs, workers(), r.cfg.MaxLineBytes, r.decOpts, r.batches, func(d *decoded) {
 		f := d.f
 		if d.err != nil {
 			r.log.Warn("read failed", "path", f.path, "err", d.err)
@@ -218,7 +260,7 @@ func (r *reader) readFiles(files []*fileState, atEOF bool) int {
 			r.self.TailLag.Observe(max(0, r.now().Sub(f.mtime).Seconds()))
 		}
 	})
-	return len(changed)
+	return took, len(changed)
 }
 
 // prepare checks a file before reading it (identity, truncation) and
