@@ -61,6 +61,8 @@ type Assembler struct {
 	// version grows with every change of state, so that the daemon can
 	// tell whether there is anything new to save.
 	version uint64
+	// gen counts the pauses of FlushHistory.
+	gen uint64
 }
 
 // Stats counts what the assembler met that is worth a self-metric.
@@ -114,9 +116,12 @@ type sessState struct {
 	started, ended             bool
 	start, last                time.Time
 	lastSeen                   time.Time
-	turn                       *Turn
-	turns                      int
-	hasMain                    bool
+	// gen is the Assembler.gen of the group of history that last touched
+	// the session (see FlushHistory).
+	gen     uint64
+	turn    *Turn
+	turns   int
+	hasMain bool
 	// openTools and agents are made on first use and dropped when the
 	// session closes.
 	openTools map[string]struct{}
@@ -351,6 +356,7 @@ func laterOf(a, b time.Time) time.Time {
 func (a *Assembler) addIn(c *ctxState, src *Source, r *transcript.Record, now time.Time) {
 	s := c.sess
 	s.lastSeen = now
+	s.gen = a.gen
 	// A session closed by the idle timeout that gets new records is open
 	// again (it is not counted again).
 	if s.ended || a.open[s.id] == nil {
@@ -471,17 +477,21 @@ func (a *Assembler) assistant(c *ctxState, r *transcript.Record, now time.Time) 
 	default:
 		key := idKey(keyRequest, m.ID)
 		if d, ok := a.done.get(key); ok {
-			// A copy of a request already emitted: count what it adds.
+			// A copy of a request already emitted: count what it adds,
+			// under the labels it was counted with. Tool calls it brings
+			// sit where it is read.
 			a.stats.DuplicateRequestLines++
-			lab := &a.labelList[d.lab]
-			where = lab.where
+			lab := a.labelList[d.lab]
+			where = a.where(c)
 			if out, tot := m.Usage.Output, m.Usage.Total(); better(out, tot, d.out, d.total) {
 				a.version++
 				d.out, d.total = out, tot
 				cur := TokensOf(m.Usage)
 				if delta := cur.Sub(d.counted); !delta.IsZero() {
 					d.counted = d.counted.Max(cur)
-					a.sink.RequestUpdate(&RequestUpdate{Where: lab.where, MessageID: m.ID, Model: lab.model, Delta: delta})
+					upd := where
+					upd.Project = lab.project
+					a.sink.RequestUpdate(&RequestUpdate{Where: upd, MessageID: m.ID, Model: lab.model, Delta: delta})
 				}
 				a.done.put(key, d)
 			}
@@ -774,7 +784,8 @@ func (a *Assembler) Flush(now time.Time, final bool) { a.flush(now, final, false
 // groups of files: it settles and closes what it can, so that memory
 // holds one group's open state, but it leaves open the sessions whose
 // project (working directory) is not known yet, since a file read later
-// (a legacy subagent transcript) may tell it.
+// (a legacy subagent transcript) may tell it; those drop their reading
+// contexts once a whole group goes by without them.
 func (a *Assembler) FlushHistory(now time.Time) { a.flush(now, false, true) }
 
 func (a *Assembler) flush(now time.Time, final, history bool) {
@@ -791,6 +802,9 @@ func (a *Assembler) flush(now time.Time, final, history bool) {
 	var closing []*sessState
 	for _, s := range a.open {
 		if history && s.cwd == "" {
+			if s.gen != a.gen {
+				a.dropContexts(s)
+			}
 			continue
 		}
 		if final || a.idle(s, now) {
@@ -800,6 +814,11 @@ func (a *Assembler) flush(now time.Time, final, history bool) {
 	slices.SortFunc(closing, func(x, y *sessState) int { return cmp.Compare(x.seq, y.seq) })
 	for _, s := range closing {
 		a.closeSession(s)
+	}
+	if history {
+		// Sessions kept open that the next group does not touch lose
+		// their reading contexts at the next pause.
+		a.gen++
 	}
 	if final {
 		a.stats.OrphanToolResults = int64(len(a.early))
@@ -840,7 +859,7 @@ func (a *Assembler) emitRequest(st *reqState) {
 	a.refreshProject(&st.where)
 	counted := TokensOf(st.usage)
 	a.done.put(idKey(keyRequest, st.msgID), doneReq{counted: counted, out: st.usage.Output, total: st.usage.Total(),
-		lab: a.labels(st.where, st.model)})
+		lab: a.labels(st.where.Project, st.model)})
 	end := st.end
 	if !st.start.IsZero() && end.Before(st.start) {
 		a.stats.ClampedTimes++
@@ -860,6 +879,15 @@ func (a *Assembler) emitRequest(st *reqState) {
 		Text:        st.text,
 		Thinking:    st.thinking,
 	})
+}
+
+// dropContexts forgets what a quiet session reads with (its recent
+// records, for parent lookups): a record that comes later starts afresh.
+func (a *Assembler) dropContexts(s *sessState) {
+	delete(a.ctxs, ctxKey{s.id, ""})
+	for id := range s.agents {
+		delete(a.ctxs, ctxKey{s.id, id})
+	}
 }
 
 func (a *Assembler) closeSession(s *sessState) {
@@ -910,12 +938,7 @@ func (a *Assembler) closeSession(s *sessState) {
 		a.sink.Turn(s.turn)
 		s.turn = nil
 	}
-	// What the session read with is not needed once it is closed: a
-	// record that opens it again starts afresh.
-	delete(a.ctxs, ctxKey{s.id, ""})
-	for id := range s.agents {
-		delete(a.ctxs, ctxKey{s.id, id})
-	}
+	a.dropContexts(s)
 	s.agents = nil
 	s.ended = true
 	delete(a.open, s.id)

@@ -66,16 +66,18 @@ type doneReq struct {
 	lab     uint32
 }
 
-// reqLabels are the labels requests were counted under, shared by every
-// request of a turn (or subagent) and model.
+// reqLabels are the labels requests were counted under, which a later,
+// better copy is counted under too: the project and the model. Few
+// requests have labels of their own, so the index refers to them by
+// number.
 type reqLabels struct {
-	where Where
-	model string
+	project string
+	model   string
 }
 
-// labels returns the index of the shared labels for where and model.
-func (a *Assembler) labels(where Where, model string) uint32 {
-	k := reqLabels{where: where, model: model}
+// labels returns the index of the shared labels for project and model.
+func (a *Assembler) labels(project, model string) uint32 {
+	k := reqLabels{project: project, model: model}
 	if i, ok := a.labelSet[k]; ok {
 		return i
 	}

@@ -50,8 +50,8 @@ type DoneRequest struct {
 
 // LabelState is a set of labels requests were counted under.
 type LabelState struct {
-	Where Where  `json:"w"`
-	Model string `json:"m"`
+	Project string `json:"p"`
+	Model   string `json:"m"`
 }
 
 // RequestState is a request not yet emitted (version 1: or emitted).
@@ -135,7 +135,7 @@ func (a *Assembler) State() State {
 	}
 	st.Labels = make([]LabelState, len(a.labelList))
 	for i, l := range a.labelList {
-		st.Labels[i] = LabelState{Where: l.where, Model: l.model}
+		st.Labels[i] = LabelState{Project: l.project, Model: l.model}
 	}
 	st.DoneRequests = make([]DoneRequest, 0, a.done.len())
 	a.done.each(func(k uint64, d doneReq) {
@@ -201,7 +201,7 @@ func (a *Assembler) Restore(st State, now time.Time) error {
 	clear(a.ctxs)
 	labels := make([]uint32, len(st.Labels))
 	for i, l := range st.Labels {
-		labels[i] = a.labels(l.Where, l.Model)
+		labels[i] = a.labels(l.Project, l.Model)
 	}
 	for _, d := range st.DoneRequests {
 		if int(d.Label) >= len(labels) {
@@ -212,7 +212,7 @@ func (a *Assembler) Restore(st State, now time.Time) error {
 	for _, r := range st.Requests {
 		if r.Emitted { // version 1
 			a.done.put(idKey(keyRequest, r.MsgID), doneReq{counted: r.Counted, out: r.Usage.Output, total: r.Usage.Total(),
-				lab: a.labels(r.Where, r.CountedAs)})
+				lab: a.labels(r.Where.Project, r.CountedAs)})
 			continue
 		}
 		a.requests[r.MsgID] = &reqState{seq: r.Seq, where: r.Where, msgID: r.MsgID, model: r.Model, usage: r.Usage,

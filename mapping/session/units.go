@@ -103,7 +103,9 @@ type Request struct {
 
 // RequestUpdate is emitted when a request's counts grow after it was
 // first emitted (a better copy arrived later). Delta holds the per-type
-// growth under the request's original labels.
+// growth under the request's original labels: Model and Where.Project are
+// those it was first counted under; the rest of Where is where the copy
+// was read.
 type RequestUpdate struct {
 	Where
 	MessageID string
