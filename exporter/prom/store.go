@@ -22,6 +22,8 @@ type vec struct {
 
 	mu sync.Mutex
 	m  map[string]*series
+	// buf builds the key of a lookup without allocating (under mu).
+	buf []byte
 }
 
 type series struct {
@@ -48,14 +50,20 @@ func key(lv []string) string { return strings.Join(lv, "\xff") }
 // get returns the series for the label values, creating it; callers hold
 // v.mu.
 func (v *vec) get(lv []string) *series {
-	k := key(lv)
-	s := v.m[k]
+	v.buf = v.buf[:0]
+	for i, l := range lv {
+		if i > 0 {
+			v.buf = append(v.buf, 0xff)
+		}
+		v.buf = append(v.buf, l...)
+	}
+	s := v.m[string(v.buf)]
 	if s == nil {
 		s = &series{labels: append([]string(nil), lv...)}
 		if v.buckets != nil {
 			s.counts = make([]uint64, len(v.buckets)+1)
 		}
-		v.m[k] = s
+		v.m[string(v.buf)] = s
 	}
 	return s
 }
