@@ -1,6 +1,8 @@
 package daemon
 
 import (
+	"errors"
+	"io/fs"
 	"os"
 	"runtime"
 	"sync"
@@ -267,19 +269,38 @@ func (r *reader) readGroup(files []*fileState, atEOF bool) (took, changedN int) 
 // returns it open with the range to read, or nil when there is nothing
 // new.
 func (r *reader) prepare(f *fileState) (*os.File, int64, int64) {
-	st, err := os.Stat(f.path)
-	if err != nil {
-		return nil, 0, 0
-	}
-	replaced := f.info != nil && !os.SameFile(f.info, st)
-	if !replaced && !f.verify && st.Size() == f.offset {
-		f.info = st
-		return nil, 0, 0
-	}
-	fh, err := os.Open(f.path)
-	if err != nil {
-		r.log.Warn("open failed", "path", f.path, "err", err)
-		return nil, 0, 0
+	var (
+		fh       *os.File
+		st       os.FileInfo
+		err      error
+		replaced bool
+	)
+	if f.info == nil && !f.verify {
+		// Never read (the backfill's case): open it and stat the open
+		// file, one path lookup instead of two.
+		if fh, err = os.Open(f.path); err != nil {
+			if !errors.Is(err, fs.ErrNotExist) {
+				r.log.Warn("open failed", "path", f.path, "err", err)
+			}
+			return nil, 0, 0
+		}
+		if st, err = fh.Stat(); err != nil {
+			fh.Close()
+			return nil, 0, 0
+		}
+	} else {
+		if st, err = os.Stat(f.path); err != nil {
+			return nil, 0, 0
+		}
+		replaced = f.info != nil && !os.SameFile(f.info, st)
+		if !replaced && !f.verify && st.Size() == f.offset {
+			f.info = st
+			return nil, 0, 0
+		}
+		if fh, err = os.Open(f.path); err != nil {
+			r.log.Warn("open failed", "path", f.path, "err", err)
+			return nil, 0, 0
+		}
 	}
 	if !r.checkIdentity(f, fh, replaced) {
 		fh.Close()
@@ -298,7 +319,11 @@ func (r *reader) prepare(f *fileState) (*os.File, int64, int64) {
 		fh.Close()
 		return nil, 0, 0
 	}
-	r.updateFingerprint(f, fh)
+	if !r.cfg.Oneshot {
+		// The fingerprint is a file's identity in the state file, which
+		// a one-shot run does not write.
+		r.updateFingerprint(f, fh)
+	}
 	r.readMeta(f)
 	return fh, f.offset, st.Size()
 }
