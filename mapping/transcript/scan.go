@@ -2,8 +2,10 @@ package transcript
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"math"
+	"math/bits"
 	"strconv"
 )
 
@@ -39,32 +41,59 @@ func skipWS(b []byte, i int) int {
 
 // stringEnd returns the index of the closing quote of the string whose
 // opening quote is at b[i-1] (i is the first content byte) and whether the
-// string contains escapes.
+// string contains escapes. A raw control character before the closing
+// quote, or no closing quote, is a syntax error.
+//
+// Keys and read values are short, so one pass finds the quote, the
+// backslashes and the control characters together, a word at a time.
 func stringEnd(b []byte, i int) (end int, escaped bool, err error) {
 	for {
-		j := bytes.IndexByte(b[i:], '"')
-		if j < 0 {
+		i = nextStringSpecial(b, i)
+		if i >= len(b) {
 			return 0, false, errSyntax
 		}
-		q := i + j
-		// Count the backslashes right before the quote: an odd number
-		// escapes it.
-		n := 0
-		for k := q - 1; k >= i && b[k] == '\\'; k-- {
-			n++
-		}
-		if !escaped && bytes.IndexByte(b[i:q], '\\') >= 0 {
+		switch c := b[i]; {
+		case c == '"':
+			return i, escaped, nil
+		case c == '\\':
+			// The escaped byte is never the end of the string, but a raw
+			// control character there is as invalid as anywhere else.
+			if i+1 >= len(b) || b[i+1] < 0x20 {
+				return 0, false, errSyntax
+			}
 			escaped = true
-		}
-		if hasControl(b[i:q]) {
+			i += 2
+		default:
 			return 0, false, errSyntax
 		}
-		if n%2 == 0 {
-			return q, escaped, nil
-		}
-		escaped = true
-		i = q + 1
 	}
+}
+
+// lsb has the low bit of every byte of a word set: lsb*c repeats c.
+const lsb = 0x0101010101010101
+
+// nextStringSpecial returns the index of the first '"', '\\' or control
+// byte (below 0x20) at or after b[i], or len(b) when there is none.
+func nextStringSpecial(b []byte, i int) int {
+	for ; i+8 <= len(b); i += 8 {
+		w := binary.LittleEndian.Uint64(b[i:])
+		// A byte of x is zero iff its bit 7 is set in (x-lsb)&^x, and a
+		// byte of w is below 0x20 iff its bit 7 is set in
+		// (w-lsb*0x20)&^w. Borrows only flag bytes above a true match,
+		// so the lowest flagged byte is the first special one.
+		q := w ^ (lsb * '"')
+		s := w ^ (lsb * '\\')
+		m := ((q - lsb) &^ q) | ((s - lsb) &^ s) | ((w - lsb*0x20) &^ w)
+		if m &= hiBits; m != 0 {
+			return i + bits.TrailingZeros64(m)>>3
+		}
+	}
+	for ; i < len(b); i++ {
+		if c := b[i]; c == '"' || c == '\\' || c < 0x20 {
+			return i
+		}
+	}
+	return i
 }
 
 // skipString returns the index of the closing quote of the string whose

@@ -1,0 +1,101 @@
+package transcript
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+)
+
+// stringEndByQuotes is the reference for stringEnd: jump from quote to
+// quote with IndexByte, count the backslashes before each, and check the
+// bytes passed over for escapes and control characters.
+func stringEndByQuotes(b []byte, i int) (end int, escaped bool, err error) {
+	for {
+		j := bytes.IndexByte(b[i:], '"')
+		if j < 0 {
+			return 0, false, errSyntax
+		}
+		q := i + j
+		n := 0
+		for k := q - 1; k >= i && b[k] == '\\'; k-- {
+			n++
+		}
+		if bytes.IndexByte(b[i:q], '\\') >= 0 {
+			escaped = true
+		}
+		if hasControl(b[i:q]) {
+			return 0, false, errSyntax
+		}
+		if n%2 == 0 {
+			return q, escaped, nil
+		}
+		i = q + 1
+	}
+}
+
+func TestStringEnd(t *testing.T) {
+	long := strings.Repeat("abcdefgh", 9) // longer than a few words
+	tests := []struct {
+		name    string
+		in      string // the string's content and what follows it
+		end     int
+		escaped bool
+		bad     bool
+	}{
+		{name: "empty string", in: `"`, end: 0},
+		{name: "short key", in: `type":"user"}`, end: 4},
+		{name: "quote in every word position", in: `1234567"`, end: 7},
+		{name: "long string", in: long + `",`, end: len(long)},
+		{name: "non-ascii bytes are content", in: "h\u00e9llo \u2500\u2500\"", end: len("h\u00e9llo \u2500\u2500")},
+		{name: "escaped quote", in: `a\"b"`, end: 4, escaped: true},
+		{name: "escaped backslash before the closing quote", in: `a\\"b"`, end: 3, escaped: true},
+		{name: "three backslashes escape the quote", in: `a\\\"b"`, end: 6, escaped: true},
+		{name: "escape after a long run", in: long + `\n"`, end: len(long) + 2, escaped: true},
+		{name: "unicode escape", in: `\u00e9"`, end: 6, escaped: true},
+		{name: "escaped quote at a word boundary", in: `1234567\"9"`, end: 10, escaped: true},
+		{name: "raw newline", in: "a\nb\"", bad: true},
+		{name: "raw tab after a long run", in: long + "\t\"", bad: true},
+		{name: "raw nul", in: "\x00\"", bad: true},
+		{name: "raw control byte after a backslash", in: "\\\x01\"", bad: true},
+		{name: "raw control byte after an escaped quote", in: `a\"` + "\x1f\"", bad: true},
+		{name: "del is not a control character", in: "\x7f\"", end: 1},
+		{name: "no closing quote", in: `abc`, bad: true},
+		{name: "only an escaped quote", in: `abc\"`, bad: true},
+		{name: "backslash at the end", in: `abc\`, bad: true},
+		{name: "control byte after the closing quote is not ours", in: "ab\"\x01", end: 2},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			// Open the string at several offsets so that it starts at
+			// every position of a word.
+			for pad := range 9 {
+				b := []byte(strings.Repeat(" ", pad) + `"` + tt.in)
+				i := pad + 1
+				end, esc, err := stringEnd(b, i)
+				if tt.bad {
+					if err == nil {
+						t.Fatalf("pad %d: got end %d, want a syntax error", pad, end)
+					}
+					continue
+				}
+				if err != nil || end != i+tt.end || esc != tt.escaped {
+					t.Fatalf("pad %d: got (%d, %v, %v), want (%d, %v, nil)", pad, end-i, esc, err, tt.end, tt.escaped)
+				}
+			}
+		})
+	}
+}
+
+// FuzzStringEnd compares stringEnd with the quote-to-quote reference.
+func FuzzStringEnd(f *testing.F) {
+	for _, s := range []string{`"`, `abc"`, `a\"b"`, `a\\"`, "a\nb\"", `\u00e9"`, `1234567\"9"`, "\u2500\u2500\"", `abc\`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		end, esc, err := stringEnd(b, 0)
+		wantEnd, wantEsc, wantErr := stringEndByQuotes(b, 0)
+		if (err != nil) != (wantErr != nil) || end != wantEnd || esc != wantEsc {
+			t.Fatalf("stringEnd(%q) = (%d, %v, %v), reference says (%d, %v, %v)", b, end, esc, err, wantEnd, wantEsc, wantErr)
+		}
+	})
+}
