@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/claude-transcript-exporter/claude-transcript-exporter/exporter/prom"
@@ -53,7 +54,7 @@ type reader struct {
 	// live is set after the backfill: tail lag is observed from then on.
 	live bool
 	// version grows whenever an offset or the file table changes.
-	version uint64
+	version atomic.Uint64
 	// between, when set, runs between two groups of a long read (the
 	// backfill flushes there; see readFiles).
 	between func()
@@ -87,7 +88,7 @@ func (r *reader) sync(paths []string) {
 	for p := range r.files {
 		if !seen[p] {
 			delete(r.files, p)
-			r.version++
+			r.version.Add(1)
 		}
 	}
 	r.self.FilesWatched.Set(float64(len(r.files)))
@@ -111,7 +112,7 @@ func (r *reader) add(p string) *fileState {
 			delete(r.restored, p)
 		}
 		r.files[p] = f
-		r.version++
+		r.version.Add(1)
 		r.self.FilesWatched.Set(float64(len(r.files)))
 		return f
 	}
@@ -121,7 +122,7 @@ func (r *reader) add(p string) *fileState {
 // drop forgets a file that was removed; its counts stay.
 func (r *reader) drop(p string) {
 	delete(r.files, p)
-	r.version++
+	r.version.Add(1)
 	r.self.FilesWatched.Set(float64(len(r.files)))
 }
 
@@ -208,7 +209,7 @@ func (r *reader) checkIdentity(f *fileState, fh *os.File, replaced bool) bool {
 			// dedup keeps copies of what was counted from counting twice.
 			r.log.Info("file replaced, reading from the start", "path", f.path)
 			f.offset, f.fp = 0, checkpoint.Fingerprint{}
-			r.version++
+			r.version.Add(1)
 		}
 	}
 	f.verify = false

@@ -12,16 +12,19 @@ import (
 	"github.com/claude-transcript-exporter/claude-transcript-exporter/mapping/transcript"
 )
 
-// The decode stage runs in parallel, the assembly in order. Files are cut
-// into ranges of whole lines; workers read and decode ranges into records;
-// the pipeline goroutine hands the records to the assembler in file and
-// line order, so global deduplication and every "first seen" rule stay
-// exactly as in a sequential read.
+// The decode stage runs in parallel, the assembly in order. A feeder
+// goroutine opens and checks files one after the other and cuts them into
+// ranges of whole lines; workers read and decode ranges into records; the
+// pipeline goroutine hands the records to the assembler in file and line
+// order, so global deduplication and every "first seen" rule stay exactly
+// as in a sequential read. Opening, decoding and assembling overlap, and
+// at most a window of ranges is in flight, which bounds memory and open
+// files.
 
 // chunkBytes is the size of a range a worker decodes at once.
 const chunkBytes = 256 << 10
 
-// job is one range of one file.
+// job is one range of one file, or a pause between two groups of files.
 type job struct {
 	seq int
 	f   *fileState
@@ -29,6 +32,8 @@ type job struct {
 	rg  tail.Range
 	// last marks the file's last range: its end is the file's new offset.
 	last bool
+	// pause marks the end of a group (see readFiles): no range.
+	pause bool
 }
 
 // decoded is what a worker made of a job.
@@ -45,12 +50,15 @@ type decoded struct {
 type worker struct {
 	dec *transcript.Decoder
 	buf []byte
-	rd  *tail.Reader
+	rd  *tail.Reader // made on first use: few ranges are streamed
 	max int
 }
 
 func (w *worker) run(j job, recs []transcript.Record) decoded {
 	d := decoded{job: j, recs: recs[:0]}
+	if j.pause {
+		return d
+	}
 	n := j.rg.End - j.rg.Start
 	add := func(line []byte, st tail.LineStatus) {
 		d.lines++
@@ -82,6 +90,9 @@ func (w *worker) run(j job, recs []transcript.Record) decoded {
 	if n > 2*chunkBytes+int64(w.max) || n > 2*chunkBytes && w.max < chunkBytes {
 		// A range this long holds a line over the cap or close to it:
 		// stream it, so that what is over the cap is never buffered.
+		if w.rd == nil {
+			w.rd = tail.NewReader(1<<20, w.max)
+		}
 		_, d.err = w.rd.ReadFrom(j.fh, j.rg.Start, tail.ReadOptions{Limit: j.rg.End, AtEOF: j.rg.Unterminated},
 			func(line []byte, _ int64, st tail.LineStatus) error {
 				add(line, st)
@@ -106,12 +117,13 @@ func (d *decoded) reason(r transcript.Reason) {
 	d.reasons[r]++
 }
 
-// decodeInOrder runs jobs on n workers and calls consume with each result
-// in job order. At most 2n results wait at a time, which bounds memory.
+// decodeInOrder runs the jobs feed emits on n workers and calls consume
+// with each result in job order. feed runs on its own goroutine; emit
+// blocks while 2n jobs are in flight, which bounds memory.
 //
 // free holds record batches handed back after consumption, for reuse; it
 // may be shared by successive calls.
-func decodeInOrder(jobs []job, n, maxLine int, opts transcript.Options, free chan []transcript.Record, consume func(*decoded)) {
+func decodeInOrder(feed func(emit func(job)), n, maxLine int, opts transcript.Options, free chan []transcript.Record, consume func(*decoded)) {
 	if n < 1 {
 		n = 1
 	}
@@ -123,7 +135,7 @@ func decodeInOrder(jobs []job, n, maxLine int, opts transcript.Options, free cha
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			w := &worker{dec: transcript.NewDecoder(opts), rd: tail.NewReader(1<<20, maxLine), max: maxLine}
+			w := &worker{dec: transcript.NewDecoder(opts), max: maxLine}
 			for j := range in {
 				var recs []transcript.Record
 				select {
@@ -135,10 +147,13 @@ func decodeInOrder(jobs []job, n, maxLine int, opts transcript.Options, free cha
 		}()
 	}
 	go func() {
-		for _, j := range jobs {
+		seq := 0
+		feed(func(j job) {
+			j.seq = seq
+			seq++
 			window <- struct{}{}
 			in <- j
-		}
+		})
 		close(in)
 		wg.Wait()
 		close(out)
@@ -154,9 +169,11 @@ func decodeInOrder(jobs []job, n, maxLine int, opts transcript.Options, free cha
 			}
 			delete(pending, next)
 			consume(&r)
-			select {
-			case free <- r.recs:
-			default:
+			if r.recs != nil {
+				select {
+				case free <- r.recs:
+				default:
+				}
 			}
 			<-window
 			next++
@@ -188,59 +205,56 @@ func continues(prev, f *fileState) bool {
 // readFiles reads what was appended to each file since its offset, decoding
 // in parallel and assembling in order. atEOF hands unterminated last lines
 // over (one-shot runs). It returns the number of files that had new lines.
+//
+// Files are opened, checked (prepare) and planned on the feeder goroutine,
+// ahead of the assembly: prepare and Plan touch only the file at hand and
+// the planner, which nothing else uses during a read.
 func (r *reader) readFiles(files []*fileState, atEOF bool) int {
-	n := 0
-	for len(files) > 0 {
-		k, changed := r.readGroup(files, atEOF)
-		n += changed
-		files = files[k:]
-		if len(files) > 0 && r.between != nil {
-			r.between()
-		}
+	if len(files) == 0 {
+		return 0
 	}
-	return n
-}
-
-// readGroup reads the leading group of files. It returns how many files
-// it took and how many of them had new lines.
-func (r *reader) readGroup(files []*fileState, atEOF bool) (took, changedN int) {
-	var jobs []job
-	var open []*os.File
-	defer func() {
-		for _, fh := range open {
-			fh.Close()
+	feed := func(emit func(job)) {
+		var pendingBytes int64
+		var prev *fileState
+		took := 0
+		for _, f := range files {
+			if r.between != nil && took > 0 && (took >= groupFiles || pendingBytes >= int64(r.cfg.GroupBytes) && !continues(prev, f)) {
+				emit(job{pause: true})
+				took, pendingBytes = 0, 0
+			}
+			took++
+			prev = f
+			fh, from, size := r.prepare(f)
+			if fh == nil {
+				continue
+			}
+			ranges, err := r.planner.Plan(fh, from, size, chunkBytes, atEOF)
+			if err != nil || len(ranges) == 0 {
+				if err != nil {
+					r.log.Warn("read failed", "path", f.path, "err", err)
+				}
+				fh.Close()
+				continue
+			}
+			pendingBytes += size - from
+			for i, rg := range ranges {
+				emit(job{f: f, fh: fh, rg: rg, last: i == len(ranges)-1})
+			}
 		}
-	}()
-	var pendingBytes int64
-	var prev *fileState
-	for _, f := range files {
-		if took > 0 && (took >= groupFiles || pendingBytes >= int64(r.cfg.GroupBytes) && !continues(prev, f)) {
-			break
-		}
-		took++
-		prev = f
-		fh, from, size := r.prepare(f)
-		if fh == nil {
-			continue
-		}
-		open = append(open, fh)
-		ranges, err := r.planner.Plan(fh, from, size, chunkBytes, atEOF)
-		if err != nil {
-			r.log.Warn("read failed", "path", f.path, "err", err)
-			continue
-		}
-		pendingBytes += size - from
-		for i, rg := range ranges {
-			jobs = append(jobs, job{seq: len(jobs), f: f, fh: fh, rg: rg, last: i == len(ranges)-1})
-		}
-	}
-	if len(jobs) == 0 {
-		return took, 0
 	}
 	now := r.now()
 	changed := map[*fileState]bool{}
-	decodeInOrder(jobs, workers(), r.cfg.MaxLineBytes, r.decOpts, r.batches, func(d *decoded) {
+	decodeInOrder(feed, workers(), r.cfg.MaxLineBytes, r.decOpts, r.batches, func(d *decoded) {
+		if d.pause {
+			r.between()
+			return
+		}
 		f := d.f
+		if d.last {
+			// Every range of the file was read before its last one is
+			// consumed.
+			defer d.fh.Close()
+		}
 		if d.err != nil {
 			r.log.Warn("read failed", "path", f.path, "err", d.err)
 		}
@@ -255,14 +269,14 @@ func (r *reader) readGroup(files []*fileState, atEOF bool) (took, changedN int) 
 		if d.err == nil {
 			r.self.BytesRead.Add(float64(d.rg.End - f.offset))
 			f.offset = d.rg.End
-			r.version++
+			r.version.Add(1)
 			changed[f] = true
 		}
 		if d.last && r.live && d.err == nil {
 			r.self.TailLag.Observe(max(0, r.now().Sub(f.mtime).Seconds()))
 		}
 	})
-	return took, len(changed)
+	return len(changed)
 }
 
 // prepare checks a file before reading it (identity, truncation) and
@@ -312,7 +326,7 @@ func (r *reader) prepare(f *fileState) (*os.File, int64, int64) {
 		// global dedup keeps lines already counted from counting twice.
 		r.log.Info("file shrank, reading again", "path", f.path, "offset", f.offset, "size", st.Size())
 		f.offset = 0
-		r.version++
+		r.version.Add(1)
 	}
 	f.size, f.mtime = st.Size(), st.ModTime()
 	if st.Size() == f.offset {

@@ -104,7 +104,7 @@ func (k *stateKeeper) save(usage *prom.Metrics, asm *session.Assembler, rd *read
 	if k.writing == nil {
 		k.writing = make(chan struct{}, 1)
 	}
-	version := [2]uint64{asm.Version(), rd.version}
+	version := [2]uint64{asm.Version(), rd.version.Load()}
 	if version == k.saved && !k.last.IsZero() && !k.failed.Load() {
 		// Nothing changed: the file on disk is current.
 		k.last = now
