@@ -94,12 +94,12 @@ func TestValidUTF8AgreesWithStdlibOnAllShortInputs(t *testing.T) {
 	}
 	for a := range 256 {
 		buf[0] = byte(a)
-		for _, b := range boundaryBytes {
-			buf[1] = b
-			for _, c := range boundaryBytes {
-				buf[2] = c
-				for _, d := range boundaryBytes {
-					buf[3] = d
+		for j := range len(boundaryBytes) {
+			buf[1] = boundaryBytes[j]
+			for k := range len(boundaryBytes) {
+				buf[2] = boundaryBytes[k]
+				for l := range len(boundaryBytes) {
+					buf[3] = boundaryBytes[l]
 					check(buf[:4])
 				}
 			}
@@ -109,10 +109,8 @@ func TestValidUTF8AgreesWithStdlibOnAllShortInputs(t *testing.T) {
 
 // boundaryBytes are the byte values where UTF-8's accepted ranges begin
 // or end, with a neighbour on each side.
-var boundaryBytes = []byte{
-	0x00, 0x41, 0x7f, 0x80, 0x81, 0x8f, 0x90, 0x9f, 0xa0, 0xbf, 0xc0, 0xc1, 0xc2,
-	0xdf, 0xe0, 0xe1, 0xec, 0xed, 0xee, 0xef, 0xf0, 0xf3, 0xf4, 0xf5, 0xff,
-}
+const boundaryBytes = "\x00\x41\x7f\x80\x81\x8f\x90\x9f\xa0\xbf\xc0\xc1\xc2" +
+	"\xdf\xe0\xe1\xec\xed\xee\xef\xf0\xf3\xf4\xf5\xff"
 
 // TestValidUTF8AgreesWithStdlibAtEveryOffset places short sequences at
 // every offset of a run of ASCII, so that they start, straddle and end
@@ -122,8 +120,8 @@ func TestValidUTF8AgreesWithStdlibAtEveryOffset(t *testing.T) {
 	for n := 1; n <= 3; n++ {
 		var next [][]byte
 		for _, s := range seqs {
-			for _, b := range boundaryBytes {
-				next = append(next, append(bytes.Clone(s), b))
+			for j := range len(boundaryBytes) {
+				next = append(next, append(bytes.Clone(s), boundaryBytes[j]))
 			}
 		}
 		seqs = next
