@@ -124,7 +124,14 @@ type Watcher struct {
 	done   chan struct{}
 	wg     sync.WaitGroup
 
-	scanMu sync.Mutex // serialises Scan
+	scanMu sync.Mutex // serialises Scan; guards the three below
+	// desired is the watchable directories the current Scan found (kept
+	// between scans to reuse its memory).
+	desired map[string]bool
+	// known holds, per root, the file paths the last Scan found, in walk
+	// order: the next Scan reuses these strings.
+	known     [][]string
+	lastCount int
 
 	mu         sync.Mutex // guards everything below
 	watched    map[string]uint64

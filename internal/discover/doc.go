@@ -11,7 +11,7 @@
 // [Watcher.Step] says when the periodic rescan is due, on the caller's clock.
 // Reading the files is internal/tail's job, not this package's.
 //
-// Import rule: discover imports the standard library and fsnotify only,
-// nothing from mapping/* or exporter/*. What counts as a transcript name is
+// Import rule: discover imports the standard library, fsnotify and
+// golang.org/x/sys/unix only, nothing from mapping/* or exporter/*. What counts as a transcript name is
 // passed in as [Config.Match]. See design.md for the guarantees and limits.
 package discover

@@ -30,32 +30,48 @@ func (w *Watcher) Scan() ([]File, error) {
 	defer w.scanMu.Unlock()
 	startSeq := w.syncWatchList()
 
-	var (
-		files   []File
-		errs    []error
-		desired = map[string]bool{}
-	)
-	add := func(f File) { files = append(files, f) }
-	for _, root := range w.roots {
+	if w.desired == nil {
+		w.desired = map[string]bool{}
+		w.known = make([][]string, len(w.roots))
+	}
+	clear(w.desired)
+	files := make([]File, 0, w.lastCount)
+	var errs []error
+	for i, root := range w.roots {
 		projects := filepath.Join(root, "projects")
 		fi, err := os.Stat(projects)
 		switch {
 		case err == nil && fi.IsDir():
-			errs = append(errs, w.walk(projects, nil, desired, add)...)
+			start := len(files)
+			wk := walker{w: w, desired: w.desired, known: w.known[i],
+				file: func(f File) { files = append(files, f) }}
+			wk.walk(projects, nil)
+			errs = append(errs, wk.errs...)
+			w.known[i] = w.known[i][:0]
+			for _, f := range files[start:] {
+				w.known[i] = append(w.known[i], f.Path)
+			}
+			continue
 		case err == nil || errors.Is(err, fs.ErrNotExist):
 			// Claude Code creates projects/ later: watch the root for it.
 			if ri, rerr := os.Stat(root); rerr == nil && ri.IsDir() {
-				desired[root] = true
+				w.desired[root] = true
 				w.watch(root)
 			}
 		default:
 			errs = append(errs, err)
 		}
+		w.known[i] = w.known[i][:0]
 	}
-	w.unwatchStale(desired, startSeq)
+	w.unwatchStale(w.desired, startSeq)
 
-	slices.SortFunc(files, func(a, b File) int { return strings.Compare(a.Path, b.Path) })
-	files = slices.CompactFunc(files, func(a, b File) bool { return a.Path == b.Path })
+	// One root's walk is sorted already (see sortEntries); roots may
+	// interleave or overlap.
+	if !strictlySorted(files) {
+		slices.SortFunc(files, func(a, b File) int { return strings.Compare(a.Path, b.Path) })
+		files = slices.CompactFunc(files, func(a, b File) bool { return a.Path == b.Path })
+	}
+	w.lastCount = len(files)
 
 	w.mu.Lock()
 	w.next = w.now().Add(w.interval)
@@ -67,51 +83,169 @@ func (w *Watcher) Scan() ([]File, error) {
 	return files, nil
 }
 
+// strictlySorted reports whether files are sorted by path without
+// duplicates.
+func strictlySorted(files []File) bool {
+	for i := 1; i < len(files); i++ {
+		if files[i-1].Path >= files[i].Path {
+			return false
+		}
+	}
+	return true
+}
+
+// walker is the state of one walk.
+type walker struct {
+	w *Watcher
+	// desired, when not nil, records the watchable directories found.
+	desired map[string]bool
+	// file is called for every matching regular file, in path order.
+	file func(File)
+	errs []error
+	// known holds the previous walk's file paths in order; a path found
+	// again reuses its string instead of building a new one. pos is the
+	// first one not passed yet.
+	known []string
+	pos   int
+	// buf builds paths; found holds the files of the directories being
+	// walked (a stack: each directory's files above its parent's).
+	buf   []byte
+	found []stat
+}
+
+// stat is a file's stat, its Path not filled in yet; ok is false for a
+// file that is gone or not regular any more.
+type stat struct {
+	f  File
+	ok bool
+}
+
 // walk visits dir, whose place below projects/ is parts, and everything
 // under it except tool-results/ dirs and symlinks. A directory the layout
 // names (see watchable) is watched before it is read and, when desired is
-// not nil, recorded in it. file is called for every matching regular
-// file. Directories that vanish are skipped silently; other read errors
-// are returned.
-func (w *Watcher) walk(dir string, parts []string, desired map[string]bool, file func(File)) []error {
+// not nil, recorded in it. Files are stat'ed relative to their open
+// directory, then the directory is closed before its subdirectories are
+// walked, so at most one directory is open at a time. Directories that
+// vanish are skipped silently; other read errors are kept in errs.
+func (wk *walker) walk(dir string, parts []string) {
 	if watchable(parts) {
-		if desired != nil {
-			desired[dir] = true
+		if wk.desired != nil {
+			wk.desired[dir] = true
 		}
-		w.watch(dir)
+		wk.w.watch(dir)
 	}
-	entries, err := os.ReadDir(dir)
-	var errs []error
-	if err != nil && !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, syscall.ENOTDIR) {
-		errs = append(errs, err)
+	base := len(wk.found)
+	defer func() { wk.found = wk.found[:base] }()
+	entries, err := wk.readDir(dir)
+	if err != nil {
+		if !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, syscall.ENOTDIR) {
+			wk.errs = append(wk.errs, err)
+		}
+		if len(entries) == 0 {
+			return
+		}
 	}
+	next := base
 	for _, e := range entries {
 		name := e.Name()
-		path := filepath.Join(dir, name)
-		switch {
-		case e.IsDir():
-			if name == skippedDir {
-				continue
-			}
-			errs = append(errs, w.walk(path, append(slices.Clip(parts), name), desired, file)...)
-		case e.Type().IsRegular() && w.match(name):
-			fi, err := e.Info()
-			if err != nil {
-				if !errors.Is(err, fs.ErrNotExist) {
-					errs = append(errs, err)
-				}
-				continue
-			}
-			file(fileOf(path, fi))
+		if e.IsDir() {
+			wk.walk(string(wk.join(dir, name)), append(slices.Clip(parts), name))
+			continue
 		}
+		if st := wk.found[next]; st.ok {
+			st.f.Path = wk.path(dir, name)
+			wk.file(st.f)
+		}
+		next++
 	}
-	return errs
 }
 
-// fileOf builds a File from its Lstat info.
-func fileOf(path string, fi fs.FileInfo) File {
-	dev, ino := fileID(fi)
-	return File{Path: path, Size: fi.Size(), ModTime: fi.ModTime(), Dev: dev, Ino: ino}
+// readDir lists dir's subdirectories to walk and its matching files, in
+// path order, and stats the files (onto the found stack, one slot per
+// file). Paths are built later, in path order, to reuse known ones.
+func (wk *walker) readDir(dir string) ([]fs.DirEntry, error) {
+	d, err := os.Open(dir)
+	if err != nil {
+		return nil, err
+	}
+	defer d.Close()
+	entries, err := d.ReadDir(-1)
+	keep := entries[:0]
+	for _, e := range entries {
+		switch name := e.Name(); {
+		case e.IsDir():
+			if name != skippedDir {
+				keep = append(keep, e)
+			}
+		case e.Type().IsRegular() && wk.w.match(name):
+			keep = append(keep, e)
+		}
+	}
+	sortEntries(keep)
+	for _, e := range keep {
+		if e.IsDir() {
+			continue
+		}
+		f, ok, serr := statAt(d, dir, e)
+		if serr != nil && !errors.Is(serr, fs.ErrNotExist) {
+			wk.errs = append(wk.errs, serr)
+		}
+		wk.found = append(wk.found, stat{f, ok})
+	}
+	return keep, err
+}
+
+// join returns dir/name in the walker's buffer (valid until the next
+// call). The parts come from the roots and from directory listings, so
+// there is nothing to clean.
+func (wk *walker) join(dir, name string) []byte {
+	wk.buf = append(append(append(wk.buf[:0], dir...), filepath.Separator), name...)
+	return wk.buf
+}
+
+// path returns dir/name as a string, the previous walk's when it found
+// the same path (walks visit paths in order, so the cursor only moves
+// forward).
+func (wk *walker) path(dir, name string) string {
+	b := wk.join(dir, name)
+	for wk.pos < len(wk.known) && wk.known[wk.pos] < string(b) {
+		wk.pos++
+	}
+	if wk.pos < len(wk.known) && wk.known[wk.pos] == string(b) {
+		wk.pos++
+		return wk.known[wk.pos-1]
+	}
+	return string(b)
+}
+
+// sortEntries sorts a directory's entries so that walking them in order
+// visits paths in order: by name, a directory's name followed by the
+// separator (its files' paths continue with it), so that "x-y" comes
+// before the files of "x/", and those before "x.jsonl".
+func sortEntries(entries []fs.DirEntry) {
+	key := func(e fs.DirEntry, i int) int {
+		name := e.Name()
+		switch {
+		case i < len(name):
+			return int(name[i])
+		case i == len(name) && e.IsDir():
+			return filepath.Separator
+		}
+		return -1 // the end sorts first
+	}
+	slices.SortFunc(entries, func(a, b fs.DirEntry) int {
+		an, bn := a.Name(), b.Name()
+		n := min(len(an), len(bn))
+		if c := strings.Compare(an[:n], bn[:n]); c != 0 {
+			return c
+		}
+		for i := n; ; i++ {
+			ka, kb := key(a, i), key(b, i)
+			if ka != kb || ka < 0 {
+				return ka - kb
+			}
+		}
+	})
 }
 
 // watchable reports whether a directory below projects/ gets a watch,

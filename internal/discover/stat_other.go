@@ -2,7 +2,22 @@
 
 package discover
 
-import "io/fs"
+import (
+	"io/fs"
+	"os"
+)
 
-// fileID is not known here: FileInfo carries no inode on this platform.
-func fileID(fs.FileInfo) (dev, ino uint64) { return 0, 0 }
+// statAt stats the entry e of the directory dir without following a
+// symlink, and returns it without its Path. ok is false when it is not a
+// regular file (any more). Device and inode are not known on this
+// platform: FileInfo carries none.
+func statAt(_ *os.File, _ string, e fs.DirEntry) (f File, ok bool, err error) {
+	fi, err := e.Info()
+	if err != nil {
+		return File{}, false, err
+	}
+	if !fi.Mode().IsRegular() {
+		return File{}, false, nil
+	}
+	return File{Size: fi.Size(), ModTime: fi.ModTime()}, true, nil
+}

@@ -4,14 +4,30 @@ package discover
 
 import (
 	"io/fs"
-	"syscall"
+	"os"
+	"path/filepath"
+	"time"
+
+	"golang.org/x/sys/unix"
 )
 
-// fileID returns the device and inode of a file from its stat info.
-func fileID(fi fs.FileInfo) (dev, ino uint64) {
-	st, ok := fi.Sys().(*syscall.Stat_t)
-	if !ok {
-		return 0, 0
+// statAt stats the entry e of the directory dir, open as d, without
+// following a symlink, and returns it without its Path. Statting by name
+// relative to the open directory spares the kernel a walk of the whole
+// path per file. ok is false when the entry is not a regular file (any
+// more).
+func statAt(d *os.File, dir string, e fs.DirEntry) (f File, ok bool, err error) {
+	var st unix.Stat_t
+	if err := unix.Fstatat(int(d.Fd()), e.Name(), &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+		return File{}, false, &fs.PathError{Op: "fstatat", Path: filepath.Join(dir, e.Name()), Err: err}
 	}
-	return uint64(st.Dev), uint64(st.Ino) //nolint:unconvert // int32 on some platforms
+	if st.Mode&unix.S_IFMT != unix.S_IFREG {
+		return File{}, false, nil
+	}
+	return File{
+		Size:    st.Size,
+		ModTime: time.Unix(int64(st.Mtim.Sec), int64(st.Mtim.Nsec)), //nolint:unconvert // int32 on some platforms
+		Dev:     uint64(st.Dev),                                     //nolint:unconvert // int32 on some platforms
+		Ino:     uint64(st.Ino),                                     //nolint:unconvert // int32 on some platforms
+	}, true, nil
 }

@@ -151,7 +151,7 @@ func (w *Watcher) handle(ev fsnotify.Event) {
 		// The root is watched only until projects/ appears.
 		if ev.Has(fsnotify.Create) && name == "projects" {
 			if fi, err := os.Stat(path); err == nil && fi.IsDir() {
-				w.walk(path, nil, nil, w.hintFile)
+				(&walker{w: w, file: w.hintFile}).walk(path, nil)
 				w.signalRescan()
 			}
 		}
@@ -169,7 +169,7 @@ func (w *Watcher) handle(ev fsnotify.Event) {
 			if name != skippedDir {
 				// Files may have been created before the watch landed:
 				// list them, and have the caller rescan anyway.
-				w.walk(path, pl.parts, nil, w.hintFile)
+				(&walker{w: w, file: w.hintFile}).walk(path, pl.parts)
 				w.signalRescan()
 			}
 		case fi.Mode().IsRegular() && w.match(name):
