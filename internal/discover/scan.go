@@ -164,7 +164,7 @@ func (wk *walker) walk(dir string, parts []string) {
 // path order, and stats the files (onto the found stack, one slot per
 // file). Paths are built later, in path order, to reuse known ones.
 func (wk *walker) readDir(dir string) ([]fs.DirEntry, error) {
-	d, err := os.Open(dir)
+	d, err := openDir(dir)
 	if err != nil {
 		return nil, err
 	}

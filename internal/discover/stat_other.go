@@ -7,6 +7,9 @@ import (
 	"os"
 )
 
+// openDir opens a directory to list and stat its entries.
+func openDir(dir string) (*os.File, error) { return os.Open(dir) }
+
 // statAt stats the entry e of the directory dir without following a
 // symlink, and returns it without its Path. ok is false when it is not a
 // regular file (any more). Device and inode are not known on this
