@@ -323,10 +323,6 @@ func scanOnce(cfg *Config, logger *slog.Logger, rd *reader) ([]*fileState, error
 	if err != nil {
 		logger.Warn("scan incomplete", "err", err)
 	}
-	paths := make([]string, len(found))
-	for i, f := range found {
-		paths[i] = f.Path
-	}
-	rd.sync(paths)
+	rd.sync(found, nil)
 	return rd.sorted(), nil
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/claude-transcript-exporter/claude-transcript-exporter/exporter/prom"
 	"github.com/claude-transcript-exporter/claude-transcript-exporter/internal/checkpoint"
+	"github.com/claude-transcript-exporter/claude-transcript-exporter/internal/discover"
 	"github.com/claude-transcript-exporter/claude-transcript-exporter/internal/tail"
 	"github.com/claude-transcript-exporter/claude-transcript-exporter/mapping/session"
 	"github.com/claude-transcript-exporter/claude-transcript-exporter/mapping/transcript"
@@ -34,6 +35,8 @@ type fileState struct {
 	info   os.FileInfo
 	fp     checkpoint.Fingerprint
 	verify bool
+	// seen is the generation of the last scan that found the file.
+	seen uint64
 }
 
 // reader owns the files and feeds their lines to the assembler. It runs
@@ -47,6 +50,8 @@ type reader struct {
 	decOpts transcript.Options
 	planner tail.Planner
 	files   map[string]*fileState
+	// gen counts the scans synced (see sync).
+	gen uint64
 	// restored holds saved watermarks for files not yet scanned.
 	restored map[string]checkpoint.Entry
 	now      func() time.Time
@@ -76,19 +81,33 @@ func newReader(cfg *Config, log *slog.Logger, self *prom.Self, asm *session.Asse
 	}
 }
 
-// sync makes the file table match the paths found by a scan: new files
+// sync makes the file table match the files found by a scan: new files
 // are added (with their saved watermarks, if any), missing ones dropped
-// (their counts stay).
-func (r *reader) sync(paths []string) {
-	seen := make(map[string]bool, len(paths))
-	for _, p := range paths {
-		seen[p] = true
-		r.add(p)
+// (their counts stay). visit, when not nil, is called with each found
+// file that has an entry in the table. Files are marked with the scan's
+// generation, so a rescan that found the same files builds nothing and
+// only walks the table when some file went.
+func (r *reader) sync(found []discover.File, visit func(*fileState, discover.File)) {
+	r.gen++
+	marked := 0
+	for _, fi := range found {
+		f := r.add(fi.Path)
+		if f == nil {
+			continue
+		}
+		if f.seen != r.gen {
+			f.seen = r.gen
+			marked++
+		}
+		if visit != nil {
+			visit(f, fi)
+		}
 	}
-	for p := range r.files {
-		if !seen[p] {
-			delete(r.files, p)
-			r.version.Add(1)
+	if marked != len(r.files) {
+		for p, f := range r.files {
+			if f.seen != r.gen {
+				r.drop(p)
+			}
 		}
 	}
 	r.self.FilesWatched.Set(float64(len(r.files)))

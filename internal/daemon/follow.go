@@ -27,6 +27,8 @@ type follower struct {
 
 	nextPoll  time.Time
 	nextFlush time.Time
+	// changed is rescan's list of files to read, kept for its memory.
+	changed []*fileState
 }
 
 // rescan walks the roots and reads what changed.
@@ -35,25 +37,18 @@ func (f *follower) rescan() {
 	if err != nil {
 		f.log.Debug("rescan incomplete", "err", err)
 	}
-	paths := make([]string, len(found))
-	for i, fi := range found {
-		paths[i] = fi.Path
-	}
-	f.rd.sync(paths)
 	// Read only the files the walk saw change: an idle daemon with
 	// thousands of transcripts stats each once per rescan, not twice.
-	var changed []*fileState
-	for _, fi := range found {
-		fs := f.rd.files[fi.Path]
-		if fs == nil {
-			continue
-		}
+	changed := f.changed[:0]
+	f.rd.sync(found, func(fs *fileState, fi discover.File) {
 		if fs.info == nil || fs.verify || fi.Size != fs.offset || fi.Size != fs.info.Size() || !fi.ModTime.Equal(fs.info.ModTime()) {
 			changed = append(changed, fs)
 		}
-	}
+	})
 	sortForRead(changed)
 	f.rd.readFiles(changed, false)
+	clear(changed)
+	f.changed = changed[:0]
 }
 
 // hint handles one fsnotify event: read the file now, or forget it.

@@ -1,0 +1,121 @@
+package daemon
+
+import (
+	"log/slog"
+	"maps"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/claude-transcript-exporter/claude-transcript-exporter/exporter/prom"
+	"github.com/claude-transcript-exporter/claude-transcript-exporter/internal/checkpoint"
+	"github.com/claude-transcript-exporter/claude-transcript-exporter/internal/discover"
+	"github.com/claude-transcript-exporter/claude-transcript-exporter/mapping/transcript"
+)
+
+func TestSyncKeepsFoundFilesAddsNewOnesAndDropsVanishedOnes(t *testing.T) {
+	root := filepath.Join(t.TempDir(), "claude")
+	abs := func(rel string) string { return filepath.Join(root, "projects", filepath.FromSlash(rel)) }
+	tests := []struct {
+		name     string
+		before   []string // files in the table, each at offset 10
+		restored []string // saved watermarks (offset 20) not yet scanned
+		scans    [][]string
+		want     []string // table after the last scan
+		offsets  map[string]int64
+	}{
+		{name: "same files twice: nothing changes",
+			before:  []string{"-p/a.jsonl", "-p/b.jsonl"},
+			scans:   [][]string{{"-p/a.jsonl", "-p/b.jsonl"}, {"-p/a.jsonl", "-p/b.jsonl"}},
+			want:    []string{"-p/a.jsonl", "-p/b.jsonl"},
+			offsets: map[string]int64{"-p/a.jsonl": 10, "-p/b.jsonl": 10}},
+		{name: "a vanished file is dropped, a new one added",
+			before:  []string{"-p/a.jsonl", "-p/b.jsonl"},
+			scans:   [][]string{{"-p/b.jsonl", "-p/c.jsonl"}},
+			want:    []string{"-p/b.jsonl", "-p/c.jsonl"},
+			offsets: map[string]int64{"-p/b.jsonl": 10, "-p/c.jsonl": 0}},
+		{name: "as many files as before, but other ones",
+			before:  []string{"-p/a.jsonl"},
+			scans:   [][]string{{"-p/z.jsonl"}},
+			want:    []string{"-p/z.jsonl"},
+			offsets: map[string]int64{"-p/z.jsonl": 0}},
+		{name: "a file gone for one scan comes back from the start",
+			before:  []string{"-p/a.jsonl"},
+			scans:   [][]string{{}, {"-p/a.jsonl"}},
+			want:    []string{"-p/a.jsonl"},
+			offsets: map[string]int64{"-p/a.jsonl": 0}},
+		{name: "an empty scan empties the table",
+			before: []string{"-p/a.jsonl", "-q/s/subagents/agent-1.jsonl"},
+			scans:  [][]string{nil},
+			want:   nil},
+		{name: "a new file takes its saved watermark",
+			restored: []string{"-p/a.jsonl"},
+			scans:    [][]string{{"-p/a.jsonl", "-p/b.jsonl"}},
+			want:     []string{"-p/a.jsonl", "-p/b.jsonl"},
+			offsets:  map[string]int64{"-p/a.jsonl": 20, "-p/b.jsonl": 0}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg := &Config{ClaudeDirs: []string{root}}
+			rd := newReader(cfg, slog.New(slog.DiscardHandler), prom.NewSelf(prometheus.NewRegistry()), nil, transcript.Options{}, time.Now)
+			for _, rel := range tt.before {
+				rd.add(abs(rel)).offset = 10
+			}
+			for _, rel := range tt.restored {
+				rd.restored[abs(rel)] = checkpoint.Entry{Path: abs(rel), Counted: 20, FPLen: 1}
+			}
+			for _, scan := range tt.scans {
+				var found []discover.File
+				for _, rel := range scan {
+					found = append(found, discover.File{Path: abs(rel), Size: 30})
+				}
+				var visited []string
+				rd.sync(found, func(f *fileState, fi discover.File) {
+					if f.path != fi.Path {
+						t.Errorf("visit: file %s for found %s", f.path, fi.Path)
+					}
+					visited = append(visited, fi.Path)
+				})
+				if want := paths(found); !slices.Equal(visited, want) {
+					t.Errorf("visited %q, want %q", visited, want)
+				}
+			}
+			var want []string
+			for _, rel := range tt.want {
+				want = append(want, abs(rel))
+			}
+			if got := slices.Sorted(maps.Keys(rd.files)); !slices.Equal(got, want) {
+				t.Errorf("table = %q, want %q", got, want)
+			}
+			for rel, off := range tt.offsets {
+				if f := rd.files[abs(rel)]; f == nil || f.offset != off {
+					t.Errorf("%s: %+v, want offset %d", rel, f, off)
+				}
+			}
+		})
+	}
+}
+
+func TestSyncIgnoresFilesOutsideTheRoots(t *testing.T) {
+	root := filepath.Join(t.TempDir(), "claude")
+	cfg := &Config{ClaudeDirs: []string{root}}
+	rd := newReader(cfg, slog.New(slog.DiscardHandler), prom.NewSelf(prometheus.NewRegistry()), nil, transcript.Options{}, time.Now)
+	inside := filepath.Join(root, "projects", "-p", "a.jsonl")
+	outside := filepath.Join(root, "history.jsonl")
+	var visited []string
+	rd.sync([]discover.File{{Path: outside}, {Path: inside}}, func(f *fileState, _ discover.File) { visited = append(visited, f.path) })
+	if !slices.Equal(visited, []string{inside}) || len(rd.files) != 1 {
+		t.Errorf("visited %q, table %d files; want only %s", visited, len(rd.files), inside)
+	}
+}
+
+func paths(files []discover.File) []string {
+	var ps []string
+	for _, f := range files {
+		ps = append(ps, f.Path)
+	}
+	return ps
+}
