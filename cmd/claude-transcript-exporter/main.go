@@ -52,7 +52,7 @@ func run(args []string) int {
 	app.Flag("oneshot.metrics-file", "With --oneshot, write the exposition to this file instead of stdout (e.g. for node_exporter's textfile collector, or to keep stdout pure OTLP JSON with --traces.exporter=stdout).").StringVar(&cfg.OneshotMetricsFile)
 	intFlag(app, "tail.max-line-bytes", "Longest transcript line read; longer lines are counted as too_long and skipped.", &cfg.MaxLineBytes)
 	intFlag(app, "tail.backfill-group-bytes", "How much history the backfill reads between two settles: memory holds the open state of one such group.", &cfg.GroupBytes)
-	durationFlag(app, "tail.rescan-interval", "How often the Claude dirs are walked for new files.", &cfg.RescanInterval)
+	durationFlag(app, "tail.rescan-interval", "How often the Claude dirs are walked for new and changed files (the safety net for lost notifications; with --tail.poll-only, how soon new files are found).", &cfg.RescanInterval)
 	durationFlag(app, "tail.poll-interval", "How often known files are checked for new lines.", &cfg.PollInterval)
 	app.Flag("tail.poll-only", "Do not use file system notifications (NFS, FUSE, Docker Desktop mounts).").BoolVar(&cfg.PollOnly)
 	enumFlag(app, "metrics.project-label", "Project label: none, basename (of the session's working directory) or path (full path).", &cfg.ProjectLabel, "none", "basename", "path")

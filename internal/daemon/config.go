@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/claude-transcript-exporter/claude-transcript-exporter/internal/discover"
 	"github.com/claude-transcript-exporter/claude-transcript-exporter/mapping/metrics"
 	"github.com/claude-transcript-exporter/claude-transcript-exporter/mapping/transcript"
 )
@@ -84,7 +85,7 @@ func NewConfig() Config {
 		TelemetryPath:      "/metrics",
 		MaxLineBytes:       transcript.DefaultMaxLineBytes,
 		GroupBytes:         DefaultGroupBytes,
-		RescanInterval:     10 * time.Second,
+		RescanInterval:     discover.DefaultRescanInterval,
 		PollInterval:       time.Second,
 		ProjectLabel:       string(metrics.ProjectBasename),
 		ActiveWindow:       5 * time.Minute,

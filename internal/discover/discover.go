@@ -13,7 +13,7 @@ import (
 
 // DefaultRescanInterval is the period of the full rescan when
 // Config.RescanInterval is zero (--tail.rescan-interval).
-const DefaultRescanInterval = 10 * time.Second
+const DefaultRescanInterval = 30 * time.Second
 
 const (
 	// eventBuffer is the capacity of the Events channel.

@@ -20,14 +20,14 @@ func TestStepSchedulesRescansPerInterval(t *testing.T) {
 	}{
 		{
 			name:     "due before the first scan, then once per interval",
-			interval: 0, // default 10s
+			interval: 0, // DefaultRescanInterval, 30s
 			steps: []step{
 				{noScan, 0, true},
 				{noScan, 0, false},
-				{noScan, 9 * time.Second, false},
-				{noScan, 10 * time.Second, true},
-				{noScan, 15 * time.Second, false},
-				{noScan, 20 * time.Second, true},
+				{noScan, 29 * time.Second, false},
+				{noScan, 30 * time.Second, true},
+				{noScan, 45 * time.Second, false},
+				{noScan, 60 * time.Second, true},
 			},
 		},
 		{
