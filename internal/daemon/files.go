@@ -25,14 +25,17 @@ type fileState struct {
 	path   string
 	src    session.Source
 	offset int64 // everything before it has been processed
-	size   int64
-	mtime  time.Time
+	// statted says the file was stat'ed: id, size and mtime are from its
+	// last stat (id tells a new inode at the path).
+	statted bool
+	id      fileID
+	size    int64
+	mtime   time.Time
 	// metaRead says the subagent .meta.json was looked for.
 	metaRead bool
-	// info is the last stat (for inode changes); fp the fingerprint of
-	// the file's first bytes (its identity); verify asks for a
-	// fingerprint check before the next read (after a restore).
-	info   os.FileInfo
+	// fp is the fingerprint of the file's first bytes (its identity in
+	// the state file); verify asks for a fingerprint check before the
+	// next read (after a restore).
 	fp     checkpoint.Fingerprint
 	verify bool
 	// seen is the generation of the last scan that found the file.

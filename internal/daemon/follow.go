@@ -41,7 +41,7 @@ func (f *follower) rescan() {
 	// thousands of transcripts stats each once per rescan, not twice.
 	changed := f.changed[:0]
 	f.rd.sync(found, func(fs *fileState, fi discover.File) {
-		if fs.info == nil || fs.verify || fi.Size != fs.offset || fi.Size != fs.info.Size() || !fi.ModTime.Equal(fs.info.ModTime()) {
+		if !fs.statted || fs.verify || fi.Size != fs.offset || fi.Size != fs.size || !fi.ModTime.Equal(fs.mtime) {
 			changed = append(changed, fs)
 		}
 	})

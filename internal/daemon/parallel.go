@@ -24,6 +24,10 @@ import (
 // chunkBytes is the size of a range a worker decodes at once.
 const chunkBytes = 256 << 10
 
+// maxRecycledRecords bounds the decoded batches kept for reuse (a record
+// is about 760 bytes; a range of typical lines holds about a hundred).
+const maxRecycledRecords = 512
+
 // job is one range of one file, or a pause between two groups of files.
 type job struct {
 	seq int
@@ -169,7 +173,9 @@ func decodeInOrder(feed func(emit func(job)), n, maxLine int, opts transcript.Op
 			}
 			delete(pending, next)
 			consume(&r)
-			if r.recs != nil {
+			// Recycle batches of a usual size: one that grew for a range
+			// of many short lines would hold its records for good.
+			if r.recs != nil && cap(r.recs) <= maxRecycledRecords {
 				select {
 				case free <- r.recs:
 				default:
@@ -279,6 +285,11 @@ func (r *reader) readFiles(files []*fileState, atEOF bool) int {
 	return len(changed)
 }
 
+// setStat keeps what the reader needs of a stat.
+func (f *fileState) setStat(st os.FileInfo) {
+	f.statted, f.id, f.size, f.mtime = true, idOf(st), st.Size(), st.ModTime()
+}
+
 // prepare checks a file before reading it (identity, truncation) and
 // returns it open with the range to read, or nil when there is nothing
 // new.
@@ -289,7 +300,7 @@ func (r *reader) prepare(f *fileState) (*os.File, int64, int64) {
 		err      error
 		replaced bool
 	)
-	if f.info == nil && !f.verify {
+	if !f.statted && !f.verify {
 		// Never read (the backfill's case): open it and stat the open
 		// file, one path lookup instead of two.
 		if fh, err = os.Open(f.path); err != nil {
@@ -306,9 +317,9 @@ func (r *reader) prepare(f *fileState) (*os.File, int64, int64) {
 		if st, err = os.Stat(f.path); err != nil {
 			return nil, 0, 0
 		}
-		replaced = f.info != nil && !os.SameFile(f.info, st)
+		replaced = f.statted && !f.id.same(idOf(st))
 		if !replaced && !f.verify && st.Size() == f.offset {
-			f.info = st
+			f.setStat(st)
 			return nil, 0, 0
 		}
 		if fh, err = os.Open(f.path); err != nil {
@@ -320,7 +331,7 @@ func (r *reader) prepare(f *fileState) (*os.File, int64, int64) {
 		fh.Close()
 		return nil, 0, 0
 	}
-	f.info = st
+	f.setStat(st)
 	if st.Size() < f.offset {
 		// Truncated or rewritten in place: read again from the start;
 		// global dedup keeps lines already counted from counting twice.
@@ -328,7 +339,6 @@ func (r *reader) prepare(f *fileState) (*os.File, int64, int64) {
 		f.offset = 0
 		r.version.Add(1)
 	}
-	f.size, f.mtime = st.Size(), st.ModTime()
 	if st.Size() == f.offset {
 		fh.Close()
 		return nil, 0, 0
