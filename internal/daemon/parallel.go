@@ -22,11 +22,11 @@ import (
 // files.
 
 // chunkBytes is the size of a range a worker decodes at once.
-const chunkBytes = 256 << 10
+const chunkBytes = 128 << 10
 
 // maxRecycledRecords bounds the decoded batches kept for reuse (a record
-// is about 760 bytes; a range of typical lines holds about a hundred).
-const maxRecycledRecords = 512
+// is about 760 bytes; a range of typical lines holds a hundred or two).
+const maxRecycledRecords = 1024
 
 // job is one range of one file, or a pause between two groups of files.
 type job struct {
