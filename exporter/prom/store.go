@@ -3,7 +3,6 @@ package prom
 import (
 	"fmt"
 	"sort"
-	"strings"
 	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -45,18 +44,24 @@ func newVec(name, help string, typ prometheus.ValueType, buckets []float64, labe
 	}
 }
 
-func key(lv []string) string { return strings.Join(lv, "\xff") }
+// appendKey appends the map key of label values lv to dst: the values
+// joined by 0xff, a byte no UTF-8 text holds.
+func appendKey(dst []byte, lv []string) []byte {
+	for i, l := range lv {
+		if i > 0 {
+			dst = append(dst, 0xff)
+		}
+		dst = append(dst, l...)
+	}
+	return dst
+}
+
+func key(lv []string) string { return string(appendKey(nil, lv)) }
 
 // get returns the series for the label values, creating it; callers hold
 // v.mu.
 func (v *vec) get(lv []string) *series {
-	v.buf = v.buf[:0]
-	for i, l := range lv {
-		if i > 0 {
-			v.buf = append(v.buf, 0xff)
-		}
-		v.buf = append(v.buf, l...)
-	}
+	v.buf = appendKey(v.buf[:0], lv)
 	s := v.m[string(v.buf)]
 	if s == nil {
 		s = &series{labels: append([]string(nil), lv...)}
