@@ -117,8 +117,10 @@ type sessState struct {
 	start, last                time.Time
 	lastSeen                   time.Time
 	// gen is the Assembler.gen of the group of history that last touched
-	// the session (see FlushHistory).
+	// the session (see FlushHistory); hasCtx says it may have reading
+	// contexts in Assembler.ctxs (see dropContexts).
 	gen     uint64
+	hasCtx  bool
 	turn    *Turn
 	turns   int
 	hasMain bool
@@ -305,6 +307,7 @@ func (a *Assembler) ctxFor(s *sessState, agentID string, now time.Time) *ctxStat
 			c.agent = ag
 		}
 		a.ctxs[k] = c
+		s.hasCtx = true
 	}
 	return c
 }
@@ -884,6 +887,10 @@ func (a *Assembler) emitRequest(st *reqState) {
 // dropContexts forgets what a quiet session reads with (its recent
 // records, for parent lookups): a record that comes later starts afresh.
 func (a *Assembler) dropContexts(s *sessState) {
+	if !s.hasCtx {
+		return // already dropped: a session kept open is met at every pause
+	}
+	s.hasCtx = false
 	delete(a.ctxs, ctxKey{s.id, ""})
 	for id := range s.agents {
 		delete(a.ctxs, ctxKey{s.id, id})
