@@ -195,7 +195,8 @@ func workers() int { return runtime.GOMAXPROCS(0) }
 // history leave memory as the read goes on, instead of all of it waiting
 // for the end. A group ends once it holds Config.GroupBytes to read, at a
 // file that does not continue the session before it (its subagents stay in
-// the group), or at groupFiles files, which also bounds open descriptors.
+// the group), or at groupFiles files. (Open descriptors are bounded by
+// the window of ranges in flight: files are opened as they are fed.)
 const groupFiles = 1024
 
 // DefaultGroupBytes is the default --tail.backfill-group-bytes.
