@@ -10,12 +10,17 @@ LDFLAGS  := -s -w \
 	-X github.com/prometheus/common/version.Branch=$(BRANCH)
 GO       ?= go
 
-.PHONY: all build run test test-short lint bench up down logs check-deploy clean
+.PHONY: all build anonymize run test test-short lint bench corpus up down logs check-deploy clean
 
 all: build
 
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BINARY) ./cmd/claude-transcript-exporter
+
+# The anonymizer: copies a Claude config dir without personal text (for bug
+# reports; see README).
+anonymize:
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o claude-transcript-anonymize ./cmd/claude-transcript-anonymize
 
 # Starts the exporter on this machine's defaults: reads ~/.claude (or
 # $CLAUDE_CONFIG_DIR) and serves metrics on :9812.
@@ -37,6 +42,11 @@ lint:
 bench:
 	./bench/run.sh
 
+# Rebuilds testdata/corpus from the original trees in ../shared/corpus/real
+# (or $$CTE_SHARED_DIR) with the anonymizer; the same sources give the same bytes.
+corpus:
+	./tools/corpus/build.sh
+
 # The whole stack (exporter, collector, Tempo, Jaeger, Prometheus,
 # Grafana) on a machine with Docker.
 up:
@@ -54,4 +64,4 @@ check-deploy:
 	$(GO) test -count=1 ./deploy/...
 
 clean:
-	rm -f $(BINARY)
+	rm -f $(BINARY) claude-transcript-anonymize

@@ -33,8 +33,8 @@ func TestRepoLayout(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(root, "tools", "otelcol", "build.sh")); err != nil {
 		t.Errorf("RepoRoot %s has no tools/otelcol/build.sh: %v", root, err)
 	}
-	if !strings.HasPrefix(CorpusDir(t), SharedDir(t)) {
-		t.Errorf("CorpusDir %s is not under SharedDir %s", CorpusDir(t), SharedDir(t))
+	if want := filepath.Join(root, "testdata", "corpus"); CorpusDir(t) != want {
+		t.Errorf("CorpusDir = %s, want %s (the corpus is part of the repository)", CorpusDir(t), want)
 	}
 	for _, tree := range CorpusTrees(t) {
 		if fi, err := os.Stat(tree); err != nil || !fi.IsDir() {
@@ -43,11 +43,24 @@ func TestRepoLayout(t *testing.T) {
 	}
 }
 
-func TestSharedDirEnvOverride(t *testing.T) {
+func TestSharedCorpusIsOptionalAndFollowsTheEnvironment(t *testing.T) {
 	dir := t.TempDir()
 	t.Setenv(SharedDirEnv, dir)
-	if got := SharedDir(t); got != dir {
-		t.Errorf("SharedDir = %s, want %s", got, dir)
+	if got, ok := SharedCorpus(t); ok || got != filepath.Join(dir, "corpus", "real") {
+		t.Errorf("SharedCorpus with an empty %s = %s, %v; want %s, false", SharedDirEnv, got, ok, filepath.Join(dir, "corpus", "real"))
+	}
+	if got := AllCorpusTrees(t); !reflect.DeepEqual(got, CorpusTrees(t)) {
+		t.Errorf("AllCorpusTrees without an extra corpus = %v, want the in-repo trees", got)
+	}
+	if err := os.MkdirAll(filepath.Join(dir, "corpus", "real", "tree"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if got, ok := SharedCorpus(t); !ok || got != filepath.Join(dir, "corpus", "real") {
+		t.Errorf("SharedCorpus = %s, %v; want %s, true", got, ok, filepath.Join(dir, "corpus", "real"))
+	}
+	all := AllCorpusTrees(t)
+	if last := all[len(all)-1]; last != filepath.Join(dir, "corpus", "real", "tree") {
+		t.Errorf("AllCorpusTrees ends with %s, want the extra tree", last)
 	}
 }
 

@@ -8,13 +8,16 @@
 // its own cleanup and fails the test (never skips it) when a backend is
 // missing. Nothing here is imported by the daemon.
 //
-// It also locates the repository and the shared test data:
+// It also locates the repository and its test data:
 //
 //   - RepoRoot: the directory holding go.mod, found by walking up from the
 //     working directory.
-//   - SharedDir: RepoRoot/../shared, or $CTE_SHARED_DIR when set.
-//   - CorpusDir and CorpusTrees: SharedDir/corpus/real and its subfolders,
-//     each a Claude configuration directory.
+//   - CorpusDir and CorpusTrees: RepoRoot/testdata/corpus, the anonymized
+//     real corpus the repository carries, and its subfolders, each a Claude
+//     configuration directory.
+//   - SharedCorpus and AllCorpusTrees: the original, not anonymized, trees
+//     in $CTE_SHARED_DIR/corpus/real or ../shared/corpus/real, an optional
+//     extra that exactness checks add when it is there.
 //
 // Run .ci/run on a bare machine to install Prometheus, build the collector
 // and run the tests.

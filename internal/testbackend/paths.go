@@ -8,7 +8,7 @@ import (
 	"testing"
 )
 
-// SharedDirEnv overrides the location of the shared folder (SharedDir).
+// SharedDirEnv overrides the location of the shared folder (SharedCorpus).
 const SharedDirEnv = "CTE_SHARED_DIR"
 
 // RepoRoot returns the absolute path of the directory holding go.mod, found
@@ -32,33 +32,14 @@ func RepoRoot(t testing.TB) string {
 	}
 }
 
-// SharedDir returns the shared folder that sits next to the repository
-// (RepoRoot/../shared), or $CTE_SHARED_DIR when set. It fails the test if the
-// folder does not exist.
-func SharedDir(t testing.TB) string {
-	t.Helper()
-	dir := os.Getenv(SharedDirEnv)
-	if dir == "" {
-		dir = filepath.Join(RepoRoot(t), "..", "shared")
-	}
-	abs, err := filepath.Abs(dir)
-	if err != nil {
-		t.Fatalf("shared dir: %v", err)
-	}
-	if fi, err := os.Stat(abs); err != nil || !fi.IsDir() {
-		t.Fatalf("shared dir %s not found (it is expected next to the repository; set %s to override): %v",
-			abs, SharedDirEnv, err)
-	}
-	return abs
-}
-
-// CorpusDir returns SharedDir/corpus/real, the corpus of real Claude Code
-// configuration trees. It fails the test if the folder does not exist.
+// CorpusDir returns RepoRoot/testdata/corpus, the anonymized corpus of real
+// Claude config dirs that the repository carries. It fails the test if the
+// folder does not exist (a broken checkout).
 func CorpusDir(t testing.TB) string {
 	t.Helper()
-	dir := filepath.Join(SharedDir(t), "corpus", "real")
+	dir := filepath.Join(RepoRoot(t), "testdata", "corpus")
 	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
-		t.Fatalf("corpus dir %s not found: %v", dir, err)
+		t.Fatalf("corpus dir %s not found: it is part of the repository (git checkout testdata/corpus): %v", dir, err)
 	}
 	return dir
 }
@@ -68,7 +49,45 @@ func CorpusDir(t testing.TB) string {
 // there are none.
 func CorpusTrees(t testing.TB) []string {
 	t.Helper()
-	dir := CorpusDir(t)
+	return subdirs(t, CorpusDir(t))
+}
+
+// SharedCorpus returns the real, not anonymized, corpus the anonymized one
+// was made from: $CTE_SHARED_DIR/corpus/real, else ../shared/corpus/real
+// beside the repository. It is an optional extra: ok is false when it is
+// not there (a fresh clone), and no test needs it.
+func SharedCorpus(t testing.TB) (dir string, ok bool) {
+	t.Helper()
+	shared := os.Getenv(SharedDirEnv)
+	if shared == "" {
+		shared = filepath.Join(RepoRoot(t), "..", "shared")
+	}
+	dir, err := filepath.Abs(filepath.Join(shared, "corpus", "real"))
+	if err != nil {
+		t.Fatalf("shared corpus: %v", err)
+	}
+	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+		return dir, false
+	}
+	return dir, true
+}
+
+// AllCorpusTrees returns CorpusTrees followed by the trees of SharedCorpus
+// when it is there, so that exactness checks also run on the originals.
+// It logs which corpora it found.
+func AllCorpusTrees(t testing.TB) []string {
+	t.Helper()
+	trees := CorpusTrees(t)
+	if dir, ok := SharedCorpus(t); ok {
+		t.Logf("extra corpus %s found: its trees run too", dir)
+		return append(trees, subdirs(t, dir)...)
+	}
+	t.Logf("no extra corpus (set %s to a folder with corpus/real to add one); the in-repo corpus runs", SharedDirEnv)
+	return trees
+}
+
+func subdirs(t testing.TB, dir string) []string {
+	t.Helper()
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		t.Fatalf("corpus trees: %v", err)

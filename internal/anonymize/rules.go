@@ -1,0 +1,490 @@
+package anonymize
+
+import (
+	"bytes"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/binary"
+	"unicode/utf8"
+)
+
+// Stats counts what a transform did.
+type Stats struct {
+	Files     int64 // files written
+	Lines     int64 // JSON documents: transcript lines and .json files
+	Bytes     int64 // bytes of the files written (equal to the bytes read)
+	Malformed int64 // documents that are not JSON, kept as defects
+	Text      int64 // strings replaced by text filler
+	Paths     int64 // strings replaced run by run (paths, cwd, branches)
+	Keys      int64 // object keys replaced (paths used as keys)
+	Kept      int64 // strings kept: ids, types, models, enums, markers
+}
+
+// Add adds o to s.
+func (s *Stats) Add(o Stats) {
+	s.Files += o.Files
+	s.Lines += o.Lines
+	s.Bytes += o.Bytes
+	s.Malformed += o.Malformed
+	s.Text += o.Text
+	s.Paths += o.Paths
+	s.Keys += o.Keys
+	s.Kept += o.Kept
+}
+
+// Anonymizer rewrites JSON documents in place. It remembers the path runs
+// it has mapped, so one Anonymizer must see a whole tree for the mapping to
+// be consistent across files. It is not safe for concurrent use.
+type Anonymizer struct {
+	key   []byte
+	runs  map[string]string
+	used  map[string]struct{}
+	p     parser
+	stats Stats
+}
+
+// New returns an Anonymizer whose path filler is keyed by key.
+func New(key []byte) *Anonymizer {
+	return &Anonymizer{
+		key:  append([]byte(nil), key...),
+		runs: make(map[string]string),
+		used: make(map[string]struct{}),
+	}
+}
+
+// Stats returns what has been done so far.
+func (a *Anonymizer) Stats() Stats { return a.stats }
+
+// Document rewrites one JSON document in place: a transcript line without
+// its newline, or a whole .json file. The length never changes.
+func (a *Anonymizer) Document(b []byte) {
+	a.stats.Lines++
+	if len(bytes.TrimSpace(b)) == 0 {
+		return
+	}
+	root, err := a.p.parse(b)
+	if err != nil {
+		a.stats.Malformed++
+		fillMalformed(b)
+		return
+	}
+	a.walk(b, root, ctx{record: true})
+}
+
+// ctx is what a value's place says about it.
+type ctx struct {
+	key       string // the member name it is under (arrays pass theirs on)
+	parentTyp string // the "type" of the object holding it
+	record    bool   // the value is a transcript record (top level, or embedded in progress data)
+	inRecord  bool   // the value is a member of a record
+	data      bool   // the value is a progress record's "data" object
+	synthetic bool   // inside a message Claude Code made up (API error, limit notice)
+}
+
+func (a *Anonymizer) walk(b []byte, i int32, c ctx) {
+	n := &a.p.nodes[i]
+	switch n.kind {
+	case '"':
+		a.str(b, n.start, n.end, c)
+	case '[':
+		for _, k := range n.kids {
+			a.walk(b, k, c)
+		}
+	case '{':
+		a.object(b, n.kids, c)
+	}
+}
+
+func (a *Anonymizer) object(b []byte, kids []int32, c ctx) {
+	typ := ""
+	synthetic := c.synthetic
+	for j := 0; j+1 < len(kids); j += 2 {
+		k, v := &a.p.nodes[kids[j]], &a.p.nodes[kids[j+1]]
+		switch string(b[k.start:k.end]) {
+		case "type":
+			if v.kind == '"' {
+				typ = string(b[v.start:v.end])
+			}
+		case "model":
+			if v.kind == '"' && string(b[v.start:v.end]) == "<synthetic>" {
+				synthetic = true
+			}
+		case "isApiErrorMessage":
+			if c.record && v.kind == 'v' && string(b[v.start:v.end]) == "true" {
+				synthetic = true
+			}
+		}
+	}
+	for j := 0; j+1 < len(kids); j += 2 {
+		k := &a.p.nodes[kids[j]]
+		key := string(b[k.start:k.end])
+		if !isIdentifier(b[k.start:k.end]) {
+			a.stats.Keys++
+			a.fillPath(b[k.start:k.end])
+		}
+		a.walk(b, kids[j+1], ctx{
+			key:       key,
+			parentTyp: typ,
+			record:    c.data && key == "message",
+			inRecord:  c.record,
+			data:      c.record && key == "data",
+			synthetic: synthetic,
+		})
+	}
+}
+
+// keepAnywhere are keys whose string values the exporter (or a later
+// reader of the corpus) needs verbatim and which hold no personal text:
+// ids, links, timestamps, types and enums. A value is still kept only if
+// it looks like a token (isToken).
+var keepAnywhere = map[string]bool{
+	"type": true, "subtype": true, "role": true, "model": true, "stop_reason": true,
+	"stop_sequence": true, "status": true, "id": true, "uuid": true, "sessionId": true,
+	"session_id": true, "parentUuid": true, "leafUuid": true, "logicalParentUuid": true,
+	"messageId": true, "requestId": true, "tool_use_id": true, "toolUseID": true,
+	"toolUseId": true, "parentToolUseID": true, "sourceToolUseID": true,
+	"sourceToolAssistantUUID": true, "agentId": true, "taskId": true, "task_id": true,
+	"backgroundTaskId": true, "promptId": true, "timestamp": true, "backupTime": true,
+	"created": true, "modified": true, "subagent_type": true, "agentType": true,
+	"trigger": true, "service_tier": true, "speed": true, "inference_geo": true,
+	"hookEvent": true, "hookName": true, "tool_name": true, "kind": true,
+	"contentHash": true, "backupFileName": true, "cache_miss_reason": true,
+	"addedTypes": true, "attributionAgent": true, "attributionSkill": true,
+	"attributionPlugin": true, "attributionMcpServer": true, "attributionMcpTool": true,
+	"effort": true, "version": true, "userType": true, "entrypoint": true,
+	"permissionMode": true, "operation": true, "level": true, "slug": true,
+}
+
+// keepInRecord are kept only at a record's top level, where the exporter
+// reads them; elsewhere the same names hold free text.
+var keepInRecord = map[string]bool{
+	"error": true,
+}
+
+// pathKeys hold paths, working directories and branches: filled run by
+// run, so equal paths stay equal and different ones different.
+var pathKeys = map[string]bool{
+	"cwd": true, "project": true, "projectPath": true, "file_path": true, "filePath": true,
+	"notebook_path": true, "path": true, "filename": true, "filenames": true,
+	"fullPath": true, "displayPath": true, "gitBranch": true, "originalCwd": true,
+}
+
+// toolTypes are the content blocks whose "name" is a tool name.
+var toolTypes = map[string]bool{"tool_use": true, "server_tool_use": true, "mcp_tool_use": true}
+
+func (a *Anonymizer) str(b []byte, start, end int, c ctx) {
+	s := b[start:end]
+	switch {
+	case c.synthetic && (c.key == "text" || c.key == "content"):
+		// Claude Code's own words; a parenthesis may hold the user's
+		// time zone ("resets 4pm (Europe/Paris)") and is filled.
+		a.stats.Kept++
+		fillParens(s)
+		return
+	case keepAnywhere[c.key] && isToken(s, c.key == "model"):
+		a.stats.Kept++
+		return
+	case c.inRecord && keepInRecord[c.key] && isPhrase(s):
+		a.stats.Kept++
+		return
+	case c.key == "name" && toolTypes[c.parentTyp] && isToken(s, false):
+		a.stats.Kept++
+		return
+	case pathKeys[c.key] && utf8.Valid(s):
+		a.stats.Paths++
+		a.fillPath(s)
+		return
+	}
+	a.stats.Text++
+	fillText(s)
+}
+
+// isIdentifier reports whether an object key is a schema name (kept) and
+// not data such as a file path (filled).
+func isIdentifier(k []byte) bool {
+	if len(k) == 0 || len(k) > 64 {
+		return len(k) == 0
+	}
+	for i, c := range k {
+		switch {
+		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c == '_', c == '$':
+		case i > 0 && (c >= '0' && c <= '9' || c == '-'):
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// isToken reports whether a value looks like an id, enum, timestamp or
+// model name: short printable ASCII without spaces, escapes or path
+// separators (a model name may hold '/' and '@', as gateway and Vertex
+// names do).
+func isToken(s []byte, model bool) bool {
+	if len(s) > 128 {
+		return false
+	}
+	for _, c := range s {
+		switch {
+		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9':
+		case c == '_', c == '-', c == '.', c == ':', c == '+', c == '<', c == '>':
+		case model && (c == '/' || c == '@'):
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// isPhrase is isToken with spaces allowed (an error name such as
+// "Invalid API key"), still without paths or addresses.
+func isPhrase(s []byte) bool {
+	if len(s) > 64 {
+		return false
+	}
+	for _, c := range s {
+		if c != ' ' && !isToken([]byte{c}, false) {
+			return false
+		}
+	}
+	return true
+}
+
+// lorem is the text filler; it restarts at every newline.
+const lorem = "lorem ipsum dolor sit amet consectetur adipiscing elit sed do eiusmod tempor incididunt ut labore et dolore magna aliqua "
+
+// markers are what Claude Code itself writes at the start of a text; the
+// exporter tells prompts from plumbing by them, so they are kept.
+var markers = []string{
+	"<command-name>", "<command-message>", "<command-args>", "<local-command-stdout>",
+	"<local-command-stderr>", "<local-command-caveat>", "<local-command-", "<task-notification>",
+	"<bash-input>", "<bash-stdout>", "<bash-stderr>", "<user-memory-input>", "<system-reminder>",
+	"[Request interrupted by user for tool use]", "[Request interrupted by user]",
+	"[Request interrupted by user", "No response requested.",
+	"This session is being continued from a previous conversation",
+	"Caveat: The messages below were generated by the user while running local commands.",
+	"The user doesn't want to proceed with this tool use.",
+	"The user doesn't want to take this action right now.",
+	"User rejected", "Warmup", "API Error",
+}
+
+// fillText replaces a string's content (raw, between its quotes) with
+// lorem filler of the same byte length, keeping leading white space, a
+// leading marker, escaped newlines, tabs and carriage returns, lone
+// surrogates and control escapes, and turning invalid UTF-8 into 0xFF.
+func fillText(s []byte) {
+	i := 0
+	for i < len(s) && (s[i] == ' ' || s[i] == '\\' && i+1 < len(s) && (s[i+1] == 'n' || s[i+1] == 't' || s[i+1] == 'r')) {
+		if s[i] == ' ' {
+			i++
+		} else {
+			i += 2
+		}
+	}
+	best := 0
+	for _, m := range markers {
+		if len(m) > best && bytes.HasPrefix(s[i:], []byte(m)) {
+			best = len(m)
+		}
+	}
+	if best > 0 && string(s[i:i+best]) == "<command-name>" {
+		// Keep a slash command's name: "<command-name>/compact</command-name>".
+		if j := bytes.Index(s[i+best:], []byte("</command-name>")); j > 0 && j <= 64 && isToken(bytes.TrimPrefix(s[i+best:i+best+j], []byte("/")), false) {
+			best += j + len("</command-name>")
+		}
+	}
+	i += best
+	col := 0
+	for i < len(s) {
+		c := s[i]
+		switch {
+		case c == '\\':
+			switch s[i+1] {
+			case 'n':
+				i += 2
+				col = 0
+			case 'r', 't':
+				i += 2
+			case 'u':
+				if v := hex4(s[i+2 : i+6]); v < 0x20 || v >= 0xD800 && v <= 0xDFFF {
+					i += 6 // control characters and lone surrogates carry no text
+					continue
+				}
+				for k := 0; k < 6; k++ {
+					s[i] = lorem[col%len(lorem)]
+					i++
+					col++
+				}
+			default:
+				s[i], s[i+1] = lorem[col%len(lorem)], lorem[(col+1)%len(lorem)]
+				i += 2
+				col += 2
+			}
+		case c < utf8.RuneSelf:
+			s[i] = lorem[col%len(lorem)]
+			i++
+			col++
+		default:
+			r, size := utf8.DecodeRune(s[i:])
+			if r == utf8.RuneError && size == 1 {
+				s[i] = 0xFF
+				i++
+				continue
+			}
+			for k := 0; k < size; k++ {
+				s[i] = lorem[col%len(lorem)]
+				i++
+				col++
+			}
+		}
+	}
+}
+
+func hex4(h []byte) rune {
+	var v rune
+	for _, c := range h {
+		v <<= 4
+		switch {
+		case c >= '0' && c <= '9':
+			v |= rune(c - '0')
+		case c >= 'a' && c <= 'f':
+			v |= rune(c - 'a' + 10)
+		case c >= 'A' && c <= 'F':
+			v |= rune(c - 'A' + 10)
+		}
+	}
+	return v
+}
+
+// fillPath replaces every run of letters, digits and non-ASCII in s (raw
+// string content) with its keyed filler, keeping separators, escapes of
+// punctuation, and a short lowercase extension at the end.
+func (a *Anonymizer) fillPath(s []byte) {
+	end := len(s)
+	if dot := bytes.LastIndexByte(s, '.'); dot > 0 && dot < len(s)-1 && len(s)-dot-1 <= 6 && isLowerAlnum(s[dot+1:]) {
+		end = dot
+	}
+	i := 0
+	for i < end {
+		j := runEnd(s, i, end)
+		if j == i {
+			if s[i] == '\\' && i+1 < end {
+				i += 2 // an escaped separator (\\, \/) or white space
+			} else {
+				i++
+			}
+			continue
+		}
+		copy(s[i:j], a.mapRun(s[i:j]))
+		i = j
+	}
+}
+
+// runEnd returns the end of the run of word bytes starting at i: ASCII
+// letters and digits, non-ASCII bytes and \uXXXX escapes of non-ASCII.
+func runEnd(s []byte, i, end int) int {
+	for i < end {
+		c := s[i]
+		switch {
+		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9', c >= utf8.RuneSelf:
+			i++
+		case c == '\\' && i+5 < end && s[i+1] == 'u' && hex4(s[i+2:i+6]) >= utf8.RuneSelf:
+			i += 6
+		default:
+			return i
+		}
+	}
+	return i
+}
+
+func isLowerAlnum(s []byte) bool {
+	for _, c := range s {
+		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9') {
+			return false
+		}
+	}
+	return true
+}
+
+const runAlphabet = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
+
+// mapRun returns the filler of a run: the same for the same run, different
+// for different runs of the same length while any is free.
+func (a *Anonymizer) mapRun(run []byte) string {
+	if f, ok := a.runs[string(run)]; ok {
+		return f
+	}
+	var f string
+	for attempt := uint32(0); ; attempt++ {
+		f = a.derive(run, attempt)
+		if _, taken := a.used[f]; !taken || attempt == 255 {
+			break
+		}
+	}
+	a.runs[string(run)] = f
+	a.used[f] = struct{}{}
+	return f
+}
+
+func (a *Anonymizer) derive(run []byte, attempt uint32) string {
+	out := make([]byte, 0, len(run))
+	var ctr [8]byte
+	binary.BigEndian.PutUint32(ctr[:4], attempt)
+	for block := uint32(0); len(out) < len(run); block++ {
+		binary.BigEndian.PutUint32(ctr[4:], block)
+		m := hmac.New(sha256.New, a.key)
+		m.Write(ctr[:])
+		m.Write(run)
+		for _, x := range m.Sum(nil) {
+			if len(out) == len(run) {
+				break
+			}
+			out = append(out, runAlphabet[int(x)%len(runAlphabet)])
+		}
+	}
+	return string(out)
+}
+
+// fillParens fills what stands between parentheses.
+func fillParens(s []byte) {
+	for i := 0; i < len(s); i++ {
+		if s[i] != '(' {
+			continue
+		}
+		j := bytes.IndexByte(s[i+1:], ')')
+		if j < 0 {
+			j = len(s) - i - 1
+		}
+		// '(' and ')' are never part of an escape, so the inside is
+		// whole escapes only.
+		fillText(s[i+1 : i+1+j])
+		i += j
+	}
+}
+
+// fillMalformed keeps a line that is not JSON broken in the same way:
+// punctuation, quotes, white space and digits stay, letters become 'x',
+// valid non-ASCII becomes 'x' byte for byte and invalid UTF-8 becomes 0xFF.
+func fillMalformed(b []byte) {
+	for i := 0; i < len(b); {
+		c := b[i]
+		switch {
+		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z':
+			b[i] = 'x'
+			i++
+		case c < utf8.RuneSelf:
+			i++
+		default:
+			r, size := utf8.DecodeRune(b[i:])
+			if r == utf8.RuneError && size == 1 {
+				b[i] = 0xFF
+				i++
+				continue
+			}
+			for k := 0; k < size; k++ {
+				b[i] = 'x'
+				i++
+			}
+		}
+	}
+}
