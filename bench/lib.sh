@@ -4,7 +4,7 @@
 # Expects ROOT (the repository root). Sets the BENCH_* defaults and
 # defines the corpus cache helpers.
 
-BENCH_REAL=${BENCH_REAL:-$ROOT/../shared/corpus/real}
+BENCH_REAL=${BENCH_REAL:-$ROOT/testdata/corpus}
 BENCH_AMPLIFY=${BENCH_AMPLIFY:-$ROOT/../shared/tools/amplify}
 BENCH_CACHE=${BENCH_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/claude-transcript-exporter/bench}
 

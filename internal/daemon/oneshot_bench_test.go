@@ -15,16 +15,16 @@ import (
 
 // BenchmarkOneshot runs the whole one-shot pipeline in process (discover,
 // tail, decode, assemble, metrics, exposition; traces off) over the Claude
-// config dir in $CTE_BENCH_CORPUS, default ../shared/corpus/real/aistrad
-// beside the repository. bench/profile.sh runs it with -cpuprofile and
+// config dir in $CTE_BENCH_CORPUS, default testdata/corpus/aistrad (the
+// anonymized real tree, byte for byte the size of the original). bench/profile.sh runs it with -cpuprofile and
 // -memprofile on the amplified corpus.
 func BenchmarkOneshot(b *testing.B) {
 	dir := os.Getenv("CTE_BENCH_CORPUS")
 	if dir == "" {
-		dir = filepath.Join(repoRoot(b), "..", "shared", "corpus", "real", "aistrad")
+		dir = filepath.Join(repoRoot(b), "testdata", "corpus", "aistrad")
 	}
 	if _, err := os.Stat(filepath.Join(dir, "projects")); err != nil {
-		b.Skipf("no corpus (set CTE_BENCH_CORPUS to a Claude config dir): %v", err)
+		b.Fatalf("no corpus (set CTE_BENCH_CORPUS to a Claude config dir): %v", err)
 	}
 	var size int64
 	files := 0

@@ -8,6 +8,8 @@ import (
 	"sort"
 	"strings"
 	"testing"
+
+	"github.com/claude-transcript-exporter/claude-transcript-exporter/internal/testbackend"
 )
 
 // tok builds the token map of one model: input, output, cache_read,
@@ -261,52 +263,45 @@ func checkTotals(t *testing.T, got, want *Totals, conflicts int, conflictsHave [
 	}
 }
 
-// TestCountRealCorpus runs Count over every tree of the real corpus and logs
-// the totals; it fails only when Count returns an error. The figures are the
-// reference for the production implementation.
-func TestCountRealCorpus(t *testing.T) {
-	corpus := filepath.Join(sharedDir(t), "corpus", "real")
-	entries, err := os.ReadDir(corpus)
-	if os.IsNotExist(err) {
-		t.Skipf("no real corpus at %s (set CTE_SHARED_DIR)", corpus)
+// TestCountAnonymizedCorpusEqualsOriginal runs Count over every tree of
+// the in-repo corpus; where the original tree it was anonymized from is
+// present (the optional extra corpus), every total of the anonymized copy
+// must equal the original's: the anonymizer removed no usage, request, tool
+// call, compaction or malformed line.
+func TestCountAnonymizedCorpusEqualsOriginal(t *testing.T) {
+	real, haveReal := testbackend.SharedCorpus(t)
+	if !haveReal {
+		t.Logf("no original corpus at %s: only counting the anonymized one (set %s to compare)", real, testbackend.SharedDirEnv)
 	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, e := range entries {
-		if !e.IsDir() {
-			continue
-		}
-		tree := e.Name()
-		t.Run(tree, func(t *testing.T) {
-			tot, err := Count(filepath.Join(corpus, tree))
+	for _, tree := range testbackend.CorpusTrees(t) {
+		name := filepath.Base(tree)
+		t.Run(name, func(t *testing.T) {
+			got, err := Count(tree)
 			if err != nil {
 				t.Fatalf("Count(%s): %v", tree, err)
 			}
-			t.Log(summary(tot))
+			t.Log(summary(got))
+			if !haveReal {
+				return
+			}
+			orig := filepath.Join(real, name)
+			if _, err := os.Stat(orig); err != nil {
+				t.Fatalf("the original of %s is missing from %s: %v", name, real, err)
+			}
+			want, err := Count(orig)
+			if err != nil {
+				t.Fatalf("Count(%s): %v", orig, err)
+			}
+			// Conflict notes name files, whose project folders are
+			// anonymized: compare how many there are.
+			if len(got.Conflicts) != len(want.Conflicts) {
+				t.Errorf("%d conflict notes, original %d", len(got.Conflicts), len(want.Conflicts))
+			}
+			got.Conflicts, want.Conflicts = nil, nil
+			if !reflect.DeepEqual(got, want) {
+				t.Errorf("anonymized totals differ from the original's:\n got  %s\n want %s", summary(got), summary(want))
+			}
 		})
-	}
-}
-
-// sharedDir is $CTE_SHARED_DIR, else ../shared next to the repo root (the
-// directory holding go.mod).
-func sharedDir(t *testing.T) string {
-	if d := os.Getenv("CTE_SHARED_DIR"); d != "" {
-		return d
-	}
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return filepath.Join(dir, "..", "shared")
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Skip("no go.mod above the test directory; set CTE_SHARED_DIR")
-		}
-		dir = parent
 	}
 }
 

@@ -1,12 +1,13 @@
 package session
 
 import (
-	"os"
 	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/claude-transcript-exporter/claude-transcript-exporter/internal/indepcount"
+
+	"github.com/claude-transcript-exporter/claude-transcript-exporter/internal/testbackend"
 )
 
 // tally is a Sink that sums units the way the metrics do.
@@ -80,21 +81,13 @@ func (t *tally) Subagent(s *Subagent) {
 func (t *tally) Compaction(c *Compaction) { t.compactions[c.Trigger]++; t.preTokens += c.PreTokens }
 func (t *tally) APIError(e *APIError)     { t.apiErrors[e.Kind]++ }
 
-func sharedDir(t *testing.T) string {
-	if d := os.Getenv("CTE_SHARED_DIR"); d != "" {
-		return d
+// corpusName names a corpus tree in subtest names: its folder, and
+// "real/" before the trees of the optional extra corpus.
+func corpusName(dir string) string {
+	if filepath.Base(filepath.Dir(dir)) == "real" {
+		return "real/" + filepath.Base(dir)
 	}
-	dir, _ := os.Getwd()
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return filepath.Join(dir, "..", "shared")
-		}
-		p := filepath.Dir(dir)
-		if p == dir {
-			t.Fatal("no go.mod above the working directory")
-		}
-		dir = p
-	}
+	return filepath.Base(dir)
 }
 
 // assembleTree runs the decoder and assembler over a Claude dir in path
@@ -113,17 +106,8 @@ func assembleTree(t *testing.T, dir string) *tally {
 // and stop reason, tool calls by tool and outcome, and compactions equal
 // the independent count.
 func TestAssemblerMatchesIndependentCountOnCorpus(t *testing.T) {
-	root := filepath.Join(sharedDir(t), "corpus", "real")
-	trees, err := os.ReadDir(root)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, tr := range trees {
-		if !tr.IsDir() {
-			continue
-		}
-		t.Run(tr.Name(), func(t *testing.T) {
-			dir := filepath.Join(root, tr.Name())
+	for _, dir := range testbackend.AllCorpusTrees(t) {
+		t.Run(corpusName(dir), func(t *testing.T) {
 			want, err := indepcount.Count(dir)
 			if err != nil {
 				t.Fatal(err)

@@ -5,15 +5,19 @@ import (
 	"bytes"
 	"compress/gzip"
 	"encoding/json"
+	"errors"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"reflect"
 	"sort"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/claude-transcript-exporter/claude-transcript-exporter/mapping/transcript"
+
+	"github.com/claude-transcript-exporter/claude-transcript-exporter/internal/testbackend"
 )
 
 type srcLine struct {
@@ -22,15 +26,28 @@ type srcLine struct {
 }
 
 func treeLines(t *testing.T, dir string) []srcLine {
+	return treeLinesBy(t, dir, func(rel string) string { return rel })
+}
+
+// treeLinesBy is treeLines with the files in the order of key(path
+// relative to projects/).
+func treeLinesBy(t *testing.T, dir string, key func(rel string) string) []srcLine {
 	projects := filepath.Join(dir, "projects")
+	if _, err := os.Stat(projects); errors.Is(err, fs.ErrNotExist) {
+		return nil // a config dir with no transcripts (tasks or todos only)
+	}
 	var files []string
-	_ = filepath.WalkDir(projects, func(p string, de fs.DirEntry, err error) error {
+	err := filepath.WalkDir(projects, func(p string, de fs.DirEntry, err error) error {
 		if err == nil && !de.IsDir() && IsTranscriptName(de.Name()) {
 			files = append(files, p)
 		}
-		return nil
+		return err
 	})
-	sort.Strings(files)
+	if err != nil {
+		t.Fatalf("read tree %s: %v", dir, err)
+	}
+	rel := func(p string) string { r, _ := filepath.Rel(projects, p); return key(filepath.ToSlash(r)) }
+	sort.Slice(files, func(i, j int) bool { return rel(files[i]) < rel(files[j]) })
 	var out []srcLine
 	for _, p := range files {
 		rel, _ := filepath.Rel(projects, p)
@@ -69,7 +86,7 @@ func feed(asm *Assembler, lines []srcLine, now time.Time) {
 // points, saves the state (through JSON, as the checkpoint does) into a
 // fresh assembler and goes on: the totals equal one uninterrupted run.
 func TestRestoredStateContinuesExactly(t *testing.T) {
-	root := filepath.Join(sharedDir(t), "corpus", "real")
+	root := testbackend.CorpusDir(t)
 	for _, tree := range []string{"aistrad", "eduardodmb", "spotter"} {
 		lines := treeLines(t, filepath.Join(root, tree))
 		now := time.Unix(0, 0)
@@ -123,7 +140,23 @@ func TestRestoredStateContinuesExactly(t *testing.T) {
 // tree), then reads the whole tree again: the totals equal one
 // uninterrupted run, so an upgrade neither recounts nor loses anything.
 func TestRestoresVersion1State(t *testing.T) {
-	lines := treeLines(t, filepath.Join(sharedDir(t), "corpus", "real", "spotter"))
+	// The state was made from the original tree, whose project folders
+	// sorted in this order; the anonymized folders sort differently, so
+	// the files are put back in the original order.
+	order := map[string]string{"4d5611e5-": "0", "258c7280-": "1", "short.": "2", "tool_heavy.": "3"}
+	lines := treeLinesBy(t, filepath.Join(testbackend.CorpusDir(t), "spotter"), func(rel string) string {
+		_, rest, _ := strings.Cut(rel, "/")
+		for prefix, rank := range order {
+			if strings.HasPrefix(rest, prefix) {
+				return rank + rest
+			}
+		}
+		t.Fatalf("file %s is not one the version-1 state was made from", rel)
+		return ""
+	})
+	if len(lines) < 1000 {
+		t.Fatalf("read only %d lines of the spotter tree", len(lines))
+	}
 	now := time.Unix(0, 0)
 	straight := newTally()
 	a := New(Config{}, straight)

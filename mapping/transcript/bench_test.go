@@ -8,12 +8,14 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/claude-transcript-exporter/claude-transcript-exporter/internal/testbackend"
 )
 
 // loadCorpus holds every non-empty line of the real corpus in memory.
 func loadCorpus(b *testing.B) (lines [][]byte, total int64) {
 	b.Helper()
-	root := corpusDir(b)
+	root := testbackend.CorpusDir(b)
 	if _, err := os.Stat(root); err != nil {
 		b.Skipf("no corpus: %v", err)
 	}

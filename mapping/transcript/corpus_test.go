@@ -9,32 +9,12 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/claude-transcript-exporter/claude-transcript-exporter/internal/testbackend"
 )
 
-// corpusDir finds ../shared/corpus/real from the module root.
-func corpusDir(t testing.TB) string {
-	t.Helper()
-	if d := os.Getenv("CTE_SHARED_DIR"); d != "" {
-		return filepath.Join(d, "corpus", "real")
-	}
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return filepath.Join(dir, "..", "shared", "corpus", "real")
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Fatal("go.mod not found above the working directory")
-		}
-		dir = parent
-	}
-}
-
 func corpusLines(t *testing.T, fn func(path string, line []byte)) {
-	root := corpusDir(t)
+	root := testbackend.CorpusDir(t)
 	n := 0
 	err := filepath.WalkDir(root, func(p string, de fs.DirEntry, err error) error {
 		if err != nil {

@@ -12,13 +12,15 @@ import (
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/claude-transcript-exporter/claude-transcript-exporter/internal/testbackend"
 )
 
 // fuzzSeedLines picks a few dozen small real lines of different kinds from
 // the corpus: at most three per type/subtype (or progress data type). It
 // returns nil when the corpus is not there.
 func fuzzSeedLines(tb testing.TB) [][]byte {
-	root := corpusDir(tb)
+	root := testbackend.CorpusDir(tb)
 	if _, err := os.Stat(root); err != nil {
 		tb.Logf("no corpus seeds: %v", err)
 		return nil
