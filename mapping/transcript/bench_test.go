@@ -17,7 +17,7 @@ func loadCorpus(b *testing.B) (lines [][]byte, total int64) {
 	b.Helper()
 	root := testbackend.CorpusDir(b)
 	if _, err := os.Stat(root); err != nil {
-		b.Skipf("no corpus: %v", err)
+		b.Fatalf("no corpus: %v", err)
 	}
 	err := filepath.WalkDir(root, func(p string, de fs.DirEntry, err error) error {
 		if err != nil {
@@ -45,7 +45,7 @@ func loadCorpus(b *testing.B) (lines [][]byte, total int64) {
 		b.Fatal(err)
 	}
 	if len(lines) == 0 {
-		b.Skip("empty corpus")
+		b.Fatal("empty corpus")
 	}
 	return lines, total
 }
