@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"net/http"
 	"os"
@@ -245,10 +246,30 @@ func writeExposition(w io.Writer, g prometheus.Gatherer) error {
 	return nil
 }
 
-// writeExpositionFile writes the exposition atomically (temp file and
-// rename), as node_exporter's textfile collector requires.
+// writeExpositionFile writes the exposition to path. A regular file (or a
+// new one) is replaced atomically, a temp file renamed over it, as
+// node_exporter's textfile collector requires; through a link, the file it
+// names is replaced and the link stays. A device or a pipe is written in
+// place, never replaced; a directory is an error.
 func writeExpositionFile(path string, g prometheus.Gatherer) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*.tmp")
+	// A link is followed: the file it names is what gets replaced.
+	target := path
+	if resolved, err := filepath.EvalSymlinks(path); err == nil {
+		target = resolved
+	}
+	fi, err := os.Stat(target)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+	case err != nil:
+		return err
+	case fi.IsDir():
+		return fmt.Errorf("%s is a directory", path)
+	case !fi.Mode().IsRegular():
+		// A device (/dev/null, /dev/stdout) or a pipe is written in
+		// place: renaming over it would replace it with a file.
+		return writeInPlace(target, g)
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(target), "."+filepath.Base(target)+".*.tmp")
 	if err != nil {
 		return err
 	}
@@ -263,7 +284,22 @@ func writeExpositionFile(path string, g prometheus.Gatherer) error {
 	if err := os.Chmod(tmp.Name(), 0o644); err != nil {
 		return err
 	}
-	return os.Rename(tmp.Name(), path)
+	return os.Rename(tmp.Name(), target)
+}
+
+// writeInPlace writes the exposition into a file that is not a regular
+// file. It opens without blocking, so a pipe nobody reads is an error
+// ("no such device or address") instead of a hang.
+func writeInPlace(path string, g prometheus.Gatherer) error {
+	f, err := openWriteNonBlocking(path)
+	if err != nil {
+		return err
+	}
+	if err := writeExposition(f, g); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }
 
 // serve starts the HTTP server with the landing page, metrics and health

@@ -21,3 +21,9 @@ func idOf(fi os.FileInfo) fileID {
 
 // same reports whether two stats are of the same file (os.SameFile).
 func (a fileID) same(b fileID) bool { return a == b }
+
+// openWriteNonBlocking opens a file that is not a regular file for
+// writing without waiting for a reader (a pipe).
+func openWriteNonBlocking(path string) (*os.File, error) {
+	return os.OpenFile(path, os.O_WRONLY|syscall.O_NONBLOCK, 0)
+}
