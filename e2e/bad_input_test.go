@@ -95,3 +95,73 @@ func TestBadInputIsCountedByReasonAndLosesNothing(t *testing.T) {
 		})
 	})
 }
+
+// usageLine is an assistant line of a fresh request whose input_tokens is
+// the raw JSON value given.
+func usageLine(msgID, input string) string {
+	return fmt.Sprintf(`{"type":"assistant","uuid":"u-%s","sessionId":"s1","timestamp":"2026-01-02T03:04:05.000Z","cwd":"/home/u/proj","message":{"id":%q,"model":"claude-sonnet-4-5","role":"assistant","stop_reason":"end_turn","usage":{"input_tokens":%s,"output_tokens":3,"cache_read_input_tokens":100}}}`,
+		msgID, msgID, input)
+}
+
+// TestHostileUsageNeverMovesCountersTheWrongWay runs the daemon on a tree,
+// then appends lines whose usage is negative, huge, fractional or not a
+// number: no token, cost or request counter goes down or jumps, each line
+// is counted in invalid_usage_total by reason, and one warning per file is
+// logged. A valid line after them still counts.
+func TestHostileUsageNeverMovesCountersTheWrongWay(t *testing.T) {
+	dir := t.TempDir()
+	proj := filepath.Join(dir, "projects", "-home-u-proj")
+	if err := os.MkdirAll(proj, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(proj, "s1.jsonl")
+	if err := os.WriteFile(path, []byte(assistantLine("msg_ok", 5, "claude-sonnet-4-5")+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	addr, stop := startServe(t, "--claude.dir="+dir, "--tail.poll-interval=20ms")
+	totals := func() (tokens, cost float64, invalid map[string]float64) {
+		mfs := parseExposition(t, scrape(t, addr))
+		for _, v := range sumBy(mfs, "claude_transcript_tokens_total") {
+			tokens += v
+		}
+		for _, v := range sumBy(mfs, "claude_transcript_cost_usd_total") {
+			cost += v
+		}
+		return tokens, cost, sumBy(mfs, "claude_transcript_exporter_invalid_usage_total", "reason")
+	}
+	waitFor(t, func() bool { tok, _, _ := totals(); return tok == 10+5+100+7 })
+	baseTok, baseCost, _ := totals()
+
+	bad := []struct{ input, reason string }{
+		{`-40`, "negative"},
+		{`1e308`, "too_large"},
+		{`99999999999999999999`, "too_large"},
+		{`"12"`, "not_integer"},
+		{`true`, "not_integer"},
+		{`1.5`, "not_integer"},
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	want := map[string]float64{}
+	for i, b := range bad {
+		if _, err := f.WriteString(usageLine(fmt.Sprintf("msg_bad_%d", i), b.input) + "\n"); err != nil {
+			t.Fatal(err)
+		}
+		want[b.reason]++
+		waitFor(t, func() bool { _, _, inv := totals(); return inv[b.reason] == want[b.reason] })
+		if tok, cost, _ := totals(); tok != baseTok || cost != baseCost {
+			t.Errorf("after input_tokens=%s: tokens %v (was %v), cost %v (was %v)", b.input, tok, baseTok, cost, baseCost)
+		}
+	}
+	if _, err := f.WriteString(usageLine("msg_good", "20") + "\n"); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, func() bool { tok, _, _ := totals(); return tok == baseTok+20+3+100 })
+	logs := stop()
+	if n := strings.Count(logs, "token usage rejected"); n != 1 {
+		t.Errorf("%d warnings about rejected usage, want 1 per file:\n%s", n, logs)
+	}
+}

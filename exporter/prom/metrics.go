@@ -215,6 +215,7 @@ type Self struct {
 	DecodeErrors       *prometheus.CounterVec
 	UnknownRecords     *prometheus.CounterVec
 	UnknownFields      prometheus.Counter
+	InvalidUsage       *prometheus.CounterVec
 	SpansExported      prometheus.Counter
 	SpansFailed        prometheus.Counter
 	SpansPending       prometheus.Gauge
@@ -246,6 +247,8 @@ func NewSelf(reg prometheus.Registerer) *Self {
 			Help: "Records of types this exporter does not know (read and ignored)."}, []string{"type"}),
 		UnknownFields: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "unknown_fields_total",
 			Help: "Top-level fields this exporter does not know (read and ignored)."}),
+		InvalidUsage: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "invalid_usage_total",
+			Help: "Lines whose token usage was rejected and not counted, by reason (negative, too_large: over 100,000,000, not_integer)."}, []string{"reason"}),
 		SpansExported: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "spans_exported_total",
 			Help: "Spans acknowledged by the OTLP receiver."}),
 		SpansFailed: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "spans_failed_total",
@@ -274,12 +277,15 @@ func NewSelf(reg prometheus.Registerer) *Self {
 		AssistantWithoutID: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "assistant_lines_without_id_total",
 			Help: "Assistant lines without message.id (not counted as requests)."}),
 	}
-	reg.MustRegister(s.FilesWatched, s.LinesRead, s.BytesRead, s.DecodeErrors, s.UnknownRecords, s.UnknownFields,
+	reg.MustRegister(s.FilesWatched, s.LinesRead, s.BytesRead, s.DecodeErrors, s.UnknownRecords, s.UnknownFields, s.InvalidUsage,
 		s.SpansExported, s.SpansFailed, s.SpansPending, s.SpoolSpans, s.LastExport, s.TailLag, s.BackfillDone, s.BackfillSeconds,
 		s.StateFileAge, s.DuplicateLines, s.OrphanToolResults, s.ClampedTimes, s.AssistantWithoutID,
 		versioncollector.NewCollector(Namespace+"_exporter"))
 	for _, r := range transcript.Reasons() {
 		s.DecodeErrors.WithLabelValues(string(r))
+	}
+	for _, p := range transcript.UsageProblems() {
+		s.InvalidUsage.WithLabelValues(string(p))
 	}
 	return s
 }

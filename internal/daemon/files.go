@@ -40,6 +40,9 @@ type fileState struct {
 	verify bool
 	// seen is the generation of the last scan that found the file.
 	seen uint64
+	// warnedUsage says a rejected usage in this file was logged (once
+	// per file; the rest are only counted).
+	warnedUsage bool
 }
 
 // reader owns the files and feeds their lines to the assembler. It runs
@@ -260,6 +263,19 @@ func (r *reader) record(f *fileState, rec *transcript.Record, now time.Time) {
 	}
 	if rec.UnknownFields > 0 {
 		r.self.UnknownFields.Add(float64(rec.UnknownFields))
+	}
+	problem := rec.Message.Usage.Problem
+	if problem == "" && rec.HasEmbedded() {
+		problem = rec.Embedded.Message.Usage.Problem
+	}
+	if problem != "" {
+		r.self.InvalidUsage.WithLabelValues(string(problem)).Inc()
+		if !f.warnedUsage {
+			f.warnedUsage = true
+			r.log.Warn("token usage rejected: counts must be whole numbers from 0 to 100,000,000; "+
+				"the line's tokens are not counted (later ones in this file only in claude_transcript_exporter_invalid_usage_total)",
+				"path", f.path, "reason", problem)
+		}
 	}
 	r.asm.Add(&f.src, rec, now)
 }

@@ -265,16 +265,14 @@ func (c *counter) carrier(where string, rec map[string]any) {
 	if !ok {
 		stop = "none" // null, missing (or not a string)
 	}
-	cand := candidate{
-		where:      where,
-		model:      model,
-		stop:       stop,
-		input:      num(usage["input_tokens"]),
-		output:     num(usage["output_tokens"]),
-		cacheRead:  num(usage["cache_read_input_tokens"]),
-		cacheTotal: num(usage["cache_creation_input_tokens"]),
-		e5m:        num(breakdown["ephemeral_5m_input_tokens"]),
-		e1h:        num(breakdown["ephemeral_1h_input_tokens"]),
+	cand := candidate{where: where, model: model, stop: stop}
+	if validUsage(usage, breakdown) {
+		cand.input = num(usage["input_tokens"])
+		cand.output = num(usage["output_tokens"])
+		cand.cacheRead = num(usage["cache_read_input_tokens"])
+		cand.cacheTotal = num(usage["cache_creation_input_tokens"])
+		cand.e5m = num(breakdown["ephemeral_5m_input_tokens"])
+		cand.e1h = num(breakdown["ephemeral_1h_input_tokens"])
 	}
 	if _, seen := c.requests[id]; !seen {
 		c.requestOrder = append(c.requestOrder, id)
@@ -384,6 +382,29 @@ func addRequest(t *Totals, w candidate) {
 	tok[TokCacheRead] += w.cacheRead
 	tok[TokCacheWrite1h] += w.e1h
 	tok[TokCacheWrite5m] += max(w.cacheTotal, w.e5m+w.e1h) - w.e1h
+}
+
+// maxTokens is the largest token count one request may report; a usage
+// with any count that is not a whole number from 0 to maxTokens counts no
+// tokens at all (the rule the exporter documents for hostile lines).
+const maxTokens = 100_000_000
+
+// validUsage reports whether every token count present is null or a whole
+// number from 0 to maxTokens.
+func validUsage(usage, breakdown map[string]any) bool {
+	ok := func(v any) bool {
+		if v == nil {
+			return true
+		}
+		f, isNum := v.(float64)
+		return isNum && f >= 0 && f <= maxTokens && f == float64(int64(f))
+	}
+	for _, k := range []string{"input_tokens", "output_tokens", "cache_read_input_tokens", "cache_creation_input_tokens"} {
+		if !ok(usage[k]) {
+			return false
+		}
+	}
+	return ok(breakdown["ephemeral_5m_input_tokens"]) && ok(breakdown["ephemeral_1h_input_tokens"])
 }
 
 // str returns v when it is a JSON string, "" otherwise.

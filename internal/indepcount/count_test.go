@@ -188,6 +188,20 @@ func TestCount(t *testing.T) {
 			},
 		},
 		{
+			name: "a usage with a count that is not a whole number from 0 to 100,000,000 counts no tokens; its request still counts",
+			dir:  "testdata/hostile-usage",
+			want: func() *Totals {
+				w := empty()
+				w.Files = 1
+				// ok: 10/3/100; exp (1e3 is whole): 1000/3/100; null
+				// input: 0/3/100; the seven others count nothing.
+				w.Tokens["m"] = tok(10+1000+0, 3*3, 3*100, 0, 0)
+				w.Requests["m"] = 10
+				w.RequestsByStop["end_turn"] = 10
+				return w
+			},
+		},
+		{
 			name: "a config dir without projects has no files and no error",
 			dir:  "testdata/noprojects",
 			want: empty,

@@ -3,6 +3,7 @@ package transcript
 import (
 	"bytes"
 	"errors"
+	"math"
 	"strconv"
 	"time"
 	"unicode/utf16"
@@ -478,41 +479,88 @@ func (d *Decoder) message(b []byte, v int, m *Message) (int, error) {
 }
 
 func (d *Decoder) usage(b []byte, v int, u *Usage) (int, error) {
-	return objectFields(b, v, func(key []byte, v int) (int, error) {
-		var next int
-		var err error
+	count := func(p *int64, v int) (int, error) {
+		n, problem, next, err := readCount(b, v)
+		*p = n
+		if u.Problem == "" {
+			u.Problem = problem
+		}
+		return next, err
+	}
+	end, err := objectFields(b, v, func(key []byte, v int) (int, error) {
 		switch string(key) {
 		case "input_tokens":
-			u.Input, next, err = readInt(b, v)
+			return count(&u.Input, v)
 		case "output_tokens":
-			u.Output, next, err = readInt(b, v)
+			return count(&u.Output, v)
 		case "cache_read_input_tokens":
-			u.CacheRead, next, err = readInt(b, v)
+			return count(&u.CacheRead, v)
 		case "cache_creation_input_tokens":
-			u.CacheCreation, next, err = readInt(b, v)
+			return count(&u.CacheCreation, v)
 		case "cache_creation":
 			if v < len(b) && b[v] == '{' {
 				u.HasBreakdown = true
 				return objectFields(b, v, func(key []byte, v int) (int, error) {
 					switch string(key) {
 					case "ephemeral_5m_input_tokens":
-						n, next, err := readInt(b, v)
-						u.Ephemeral5m = n
-						return next, err
+						return count(&u.Ephemeral5m, v)
 					case "ephemeral_1h_input_tokens":
-						n, next, err := readInt(b, v)
-						u.Ephemeral1h = n
-						return next, err
+						return count(&u.Ephemeral1h, v)
 					}
 					return skipValue(b, v)
 				})
 			}
 			return skipValue(b, v)
-		default:
-			return skipValue(b, v)
 		}
-		return next, err
+		return skipValue(b, v)
 	})
+	if u.Problem != "" {
+		*u = Usage{Problem: u.Problem}
+	}
+	return end, err
+}
+
+// readCount reads a token count: a whole number from 0 to MaxUsageTokens,
+// or null (0). Anything else is read as 0 with the problem it has.
+func readCount(b []byte, i int) (int64, UsageProblem, int, error) {
+	if i < len(b) && b[i] == 'n' {
+		end, err := skipValue(b, i)
+		return 0, "", end, err
+	}
+	if i >= len(b) || !(b[i] == '-' || b[i] >= '0' && b[i] <= '9') {
+		end, err := skipValue(b, i)
+		return 0, UsageNotInteger, end, err
+	}
+	end, err := skipNumber(b, i)
+	if err != nil {
+		return 0, "", end, err
+	}
+	digits := b[i:end]
+	if bytes.ContainsAny(digits, ".eE-") {
+		// Judge the value, not its spelling: 1e3 and 1500.0 are whole,
+		// -0 is zero; 1.5 and -40 are not counts.
+		f, _ := strconv.ParseFloat(string(digits), 64)
+		switch {
+		case f != math.Trunc(f) || math.IsNaN(f):
+			return 0, UsageNotInteger, end, nil
+		case f < 0:
+			return 0, UsageNegative, end, nil
+		case f > MaxUsageTokens:
+			return 0, UsageTooLarge, end, nil
+		}
+		return int64(f), "", end, nil
+	}
+	if len(digits) > 9 {
+		return 0, UsageTooLarge, end, nil
+	}
+	var n int64
+	for _, c := range digits {
+		n = n*10 + int64(c-'0')
+	}
+	if n > MaxUsageTokens {
+		return 0, UsageTooLarge, end, nil
+	}
+	return n, "", end, nil
 }
 
 // content decodes message.content: a string or an array of blocks.

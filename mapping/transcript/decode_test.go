@@ -470,24 +470,31 @@ func TestDecodeNumbers(t *testing.T) {
 		name string
 		val  string
 		want int64
+		// usage is what the token counts read: they take only whole
+		// numbers from 0 to MaxUsageTokens, and are all zero otherwise
+		// (TestDecodeNumbersWithExponentsAndBigIntegers has the rule).
+		usage int64
 	}{
-		{"integer", `1234`, 1234},
-		{"zero", `0`, 0},
-		{"negative", `-42`, -42},
-		{"fraction is truncated", `12.9`, 12},
-		{"negative fraction is truncated toward zero", `-12.9`, -12},
-		{"null is zero", `null`, 0},
-		{"string is zero", `"77"`, 0},
-		{"bool is zero", `true`, 0},
-		{"object is zero", `{"n":5}`, 0},
-		{"18-digit integer", `461168601842738790`, 461168601842738790},
+		{"integer", `1234`, 1234, 1234},
+		{"zero", `0`, 0, 0},
+		{"negative", `-42`, -42, 0},
+		{"fraction is truncated", `12.9`, 12, 0},
+		{"negative fraction is truncated toward zero", `-12.9`, -12, 0},
+		{"null is zero", `null`, 0, 0},
+		{"string is zero", `"77"`, 0, 0},
+		{"bool is zero", `true`, 0, 0},
+		{"object is zero", `{"n":5}`, 0, 0},
+		{"18-digit integer", `461168601842738790`, 461168601842738790, 0},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			line := `{"type":"assistant","apiErrorStatus":` + tc.val + `,"durationMs":` + tc.val + `,"compactMetadata":{"preTokens":` + tc.val + `},"message":{"usage":{"input_tokens":` + tc.val + `,"output_tokens":` + tc.val + `,"cache_read_input_tokens":` + tc.val + `,"cache_creation_input_tokens":` + tc.val + `,"cache_creation":{"ephemeral_5m_input_tokens":` + tc.val + `,"ephemeral_1h_input_tokens":` + tc.val + `}}},"uuid":"after"}`
 			r := decodeOK(t, Options{}, line)
 			u := r.Message.Usage
-			for name, got := range map[string]int64{"Input": u.Input, "Output": u.Output, "CacheRead": u.CacheRead, "CacheCreation": u.CacheCreation, "Ephemeral5m": u.Ephemeral5m, "Ephemeral1h": u.Ephemeral1h, "APIErrorStatus": r.APIErrorStatus, "DurationMs": r.DurationMs, "CompactPreTokens": r.CompactPreTokens} {
+			for name, got := range map[string]int64{"Input": u.Input, "Output": u.Output, "CacheRead": u.CacheRead, "CacheCreation": u.CacheCreation, "Ephemeral5m": u.Ephemeral5m, "Ephemeral1h": u.Ephemeral1h} {
+				eq(t, name, got, tc.usage)
+			}
+			for name, got := range map[string]int64{"APIErrorStatus": r.APIErrorStatus, "DurationMs": r.DurationMs, "CompactPreTokens": r.CompactPreTokens} {
 				eq(t, name, got, tc.want)
 			}
 			eq(t, "UUID after the numbers", r.UUID, "after")
@@ -502,20 +509,38 @@ func TestDecodeNumbers(t *testing.T) {
 // 500000000000000000, and larger numbers do not saturate.
 func TestDecodeNumbersWithExponentsAndBigIntegers(t *testing.T) {
 	cases := []struct {
-		name string
-		val  string
-		want int64
+		name    string
+		val     string
+		want    int64
+		problem UsageProblem
 	}{
-		{"exponent", `1e3`, 1000},
-		{"exponent with fraction", `1.5E+3`, 1500},
-		{"large int64", `5000000000000000000`, 5000000000000000000},
-		{"max int64", `9223372036854775807`, 9223372036854775807},
-		{"beyond int64 saturates", `99999999999999999999`, 9223372036854775807},
+		{"exponent", `1e3`, 1000, ""},
+		{"exponent with fraction", `1.5E+3`, 1500, ""},
+		{"whole number with a fraction part", `12.0`, 12, ""},
+		{"minus zero", `-0`, 0, ""},
+		{"null", `null`, 0, ""},
+		{"the cap", `100000000`, MaxUsageTokens, ""},
+		{"over the cap", `100000001`, 0, UsageTooLarge},
+		{"large int64", `5000000000000000000`, 0, UsageTooLarge},
+		{"beyond int64", `99999999999999999999`, 0, UsageTooLarge},
+		{"huge float", `1e308`, 0, UsageTooLarge},
+		{"negative", `-40`, 0, UsageNegative},
+		{"fraction", `1.5`, 0, UsageNotInteger},
+		{"string", `"12"`, 0, UsageNotInteger},
+		{"bool", `true`, 0, UsageNotInteger},
+		{"object", `{"n":1}`, 0, UsageNotInteger},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			r := decodeOK(t, Options{}, `{"type":"assistant","message":{"usage":{"input_tokens":`+tc.val+`}}}`)
+			r := decodeOK(t, Options{}, `{"type":"assistant","message":{"usage":{"output_tokens":7,"input_tokens":`+tc.val+`,"cache_creation":{"ephemeral_1h_input_tokens":3}}}}`)
 			eq(t, "Input", r.Message.Usage.Input, tc.want)
+			eq(t, "Problem", r.Message.Usage.Problem, tc.problem)
+			if tc.problem != "" && r.Message.Usage != (Usage{Problem: tc.problem}) {
+				t.Errorf("a rejected usage still counts: %+v", r.Message.Usage)
+			}
+			if tc.problem == "" && (r.Message.Usage.Output != 7 || r.Message.Usage.Ephemeral1h != 3) {
+				t.Errorf("a valid usage lost its other counts: %+v", r.Message.Usage)
+			}
 		})
 	}
 	t.Run("epoch milliseconds with exponent", func(t *testing.T) {

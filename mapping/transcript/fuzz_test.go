@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"io/fs"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -279,6 +280,35 @@ func refInt(v any) (int64, bool) {
 	return x, err == nil
 }
 
+// refUsageBad is the reference rule for rejecting a usage: a count that is
+// present, not null, and not a whole number from 0 to MaxUsageTokens
+// (by value: 1e3 is whole). Counts with duplicate keys are
+// judged by the last value (encoding/json's view).
+func refUsageBad(usage, cc map[string]any) bool {
+	bad := func(v any) bool {
+		if v == nil {
+			return false
+		}
+		n, ok := v.(json.Number)
+		if !ok {
+			return true
+		}
+		x, err := strconv.ParseFloat(string(n), 64)
+		return err != nil || x != math.Trunc(x) || x < 0 || x > MaxUsageTokens
+	}
+	for _, k := range []string{"input_tokens", "output_tokens", "cache_read_input_tokens", "cache_creation_input_tokens"} {
+		if v, ok := usage[k]; ok && bad(v) {
+			return true
+		}
+	}
+	for _, k := range []string{"ephemeral_5m_input_tokens", "ephemeral_1h_input_tokens"} {
+		if v, ok := cc[k]; ok && bad(v) {
+			return true
+		}
+	}
+	return false
+}
+
 func compareWithReference(t *testing.T, ref map[string]any, r *Record, escType bool, depth int) {
 	t.Helper()
 	if got, want := r.Type, refString(ref["type"]); got != want {
@@ -343,26 +373,36 @@ func compareMessage(t *testing.T, msg map[string]any, m *Message, escType bool) 
 		t.Fatalf("HasUsage %v, encoding/json usage %T", m.HasUsage, msg["usage"])
 	}
 	if isObj {
-		for _, f := range []struct {
-			key string
-			got int64
-		}{
-			{"input_tokens", m.Usage.Input}, {"output_tokens", m.Usage.Output},
-			{"cache_read_input_tokens", m.Usage.CacheRead}, {"cache_creation_input_tokens", m.Usage.CacheCreation},
-		} {
-			if want, ok := refInt(usage[f.key]); ok && f.got != want {
-				t.Fatalf("usage.%s = %d, encoding/json %v", f.key, f.got, usage[f.key])
+		cc, ccObj := usage["cache_creation"].(map[string]any)
+		bad := refUsageBad(usage, cc)
+		if got := m.Usage.Problem != ""; got != bad {
+			t.Fatalf("usage problem %q, but the reference says rejected=%v: %v", m.Usage.Problem, bad, usage)
+		}
+		if bad {
+			if m.Usage != (Usage{Problem: m.Usage.Problem}) {
+				t.Fatalf("a rejected usage still counts: %+v", m.Usage)
 			}
-		}
-		cc, isObj := usage["cache_creation"].(map[string]any)
-		if m.Usage.HasBreakdown != isObj {
-			t.Fatalf("HasBreakdown %v, encoding/json %T", m.Usage.HasBreakdown, usage["cache_creation"])
-		}
-		if want, ok := refInt(cc["ephemeral_5m_input_tokens"]); ok && m.Usage.Ephemeral5m != want {
-			t.Fatalf("ephemeral_5m %d, encoding/json %v", m.Usage.Ephemeral5m, cc["ephemeral_5m_input_tokens"])
-		}
-		if want, ok := refInt(cc["ephemeral_1h_input_tokens"]); ok && m.Usage.Ephemeral1h != want {
-			t.Fatalf("ephemeral_1h %d, encoding/json %v", m.Usage.Ephemeral1h, cc["ephemeral_1h_input_tokens"])
+		} else {
+			for _, f := range []struct {
+				key string
+				got int64
+			}{
+				{"input_tokens", m.Usage.Input}, {"output_tokens", m.Usage.Output},
+				{"cache_read_input_tokens", m.Usage.CacheRead}, {"cache_creation_input_tokens", m.Usage.CacheCreation},
+			} {
+				if want, ok := refInt(usage[f.key]); ok && f.got != want {
+					t.Fatalf("usage.%s = %d, encoding/json %v", f.key, f.got, usage[f.key])
+				}
+			}
+			if m.Usage.HasBreakdown != ccObj {
+				t.Fatalf("HasBreakdown %v, encoding/json %T", m.Usage.HasBreakdown, usage["cache_creation"])
+			}
+			if want, ok := refInt(cc["ephemeral_5m_input_tokens"]); ok && m.Usage.Ephemeral5m != want {
+				t.Fatalf("ephemeral_5m %d, encoding/json %v", m.Usage.Ephemeral5m, cc["ephemeral_5m_input_tokens"])
+			}
+			if want, ok := refInt(cc["ephemeral_1h_input_tokens"]); ok && m.Usage.Ephemeral1h != want {
+				t.Fatalf("ephemeral_1h %d, encoding/json %v", m.Usage.Ephemeral1h, cc["ephemeral_1h_input_tokens"])
+			}
 		}
 	}
 	switch c := msg["content"].(type) {

@@ -73,6 +73,29 @@ func (k Kind) Known() bool { return k != KindOther }
 // itself (API errors, limit notices, "No response requested.").
 const SyntheticModel = "<synthetic>"
 
+// UsageProblem says why the usage of a line was rejected; "" when it was
+// not. A rejected usage counts no tokens (its counts are zero), so that no
+// line can lower a counter or blow it up.
+type UsageProblem string
+
+// Usage problems: every token count must be a whole number from 0 to
+// MaxUsageTokens (null or absent counts as 0).
+const (
+	UsageNegative   UsageProblem = "negative"
+	UsageTooLarge   UsageProblem = "too_large"
+	UsageNotInteger UsageProblem = "not_integer"
+)
+
+// UsageProblems lists every UsageProblem, for pre-registering counters.
+func UsageProblems() []UsageProblem {
+	return []UsageProblem{UsageNegative, UsageTooLarge, UsageNotInteger}
+}
+
+// MaxUsageTokens caps one token count of one request. The largest real
+// counts are a few million (a 1M-token context read from cache); a count
+// above 100 million is a corrupt or hostile line.
+const MaxUsageTokens = 100_000_000
+
 // Usage is the token usage of one assistant line.
 type Usage struct {
 	Input         int64
@@ -84,6 +107,9 @@ type Usage struct {
 	Ephemeral5m  int64
 	Ephemeral1h  int64
 	HasBreakdown bool
+	// Problem is set when a count was not a whole number from 0 to
+	// MaxUsageTokens; every count is then zero.
+	Problem UsageProblem
 }
 
 // Total is the sum used to break ties between copies of a request.
