@@ -81,6 +81,10 @@ type Stats struct {
 	// Subagent unit of that session (one legacy agent file can hold
 	// records of two sessions; the assembler reports the agent once).
 	StandInAgents int64
+	// Timeless counts sessions without any timestamp and without any span
+	// of their own (a transcript of file-history snapshots only): they get
+	// no trace, since a session dated 1970 is noise in every backend.
+	Timeless int64
 }
 
 // Builder turns session units into spans. It implements session.Sink:
@@ -137,6 +141,7 @@ type sessState struct {
 	cwd, branch, version, slug, title string
 	project                           string
 	last                              time.Time
+	sent                              int // spans placed by send (requests, tools, agents, compactions)
 
 	root       eventBuf
 	turns      map[string]*eventBuf // events of turns not emitted yet
@@ -278,6 +283,11 @@ func (b *Builder) Session(u *session.Session) {
 		return
 	}
 	b.standIns(s)
+	if s.last.IsZero() && u.Turns == 0 && s.sent == 0 {
+		b.stats.Timeless++
+		delete(b.sessions, s.id)
+		return
+	}
 	start, end := b.times(s, u.Start, u.End)
 	attrs := make([]Attr, 0, 10)
 	attrs = append(attrs, String(AttrConversationID, s.id))
@@ -707,6 +717,7 @@ func (b *Builder) out(sp Span) {
 // send sets the trace id of a span placed at sc and emits it, or, under
 // GranularityTurn when the turn of sc is not known yet, holds it back.
 func (b *Builder) send(s *sessState, sc scope, sp Span) {
+	s.sent++
 	if b.cfg.Granularity != GranularityTurn {
 		sp.TraceID = s.trace
 		b.out(sp)

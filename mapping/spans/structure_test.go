@@ -22,19 +22,32 @@ type issued struct {
 	turns       int
 	sessions    int
 	compactions int
+	// timeless counts ended sessions that never had a time nor any other
+	// unit: they get no span (no trace dated 1970).
+	timeless int
+	timed    map[string]bool // session id → some unit of it had a time or was not a Session unit
 }
 
 func newIssued() *issued {
-	return &issued{toolMsg: map[string]string{}, agentTool: map[string]string{}}
+	return &issued{toolMsg: map[string]string{}, agentTool: map[string]string{}, timed: map[string]bool{}}
 }
 
 func (x *issued) Session(u *session.Session) {
-	if u.Ended {
+	if !u.Start.IsZero() || !u.End.IsZero() {
+		x.timed[u.SessionID] = true
+	}
+	if !u.Ended {
+		return
+	}
+	if x.timed[u.SessionID] || u.Turns > 0 {
 		x.sessions++
+	} else {
+		x.timeless++
 	}
 }
-func (x *issued) Turn(*session.Turn) { x.turns++ }
+func (x *issued) Turn(u *session.Turn) { x.turns++; x.timed[u.SessionID] = true }
 func (x *issued) Request(u *session.Request) {
+	x.timed[u.SessionID] = true
 	x.requests++
 	x.outputTotal += u.Tokens.Output
 	for _, id := range u.ToolUseIDs {
@@ -42,13 +55,14 @@ func (x *issued) Request(u *session.Request) {
 	}
 }
 func (x *issued) RequestUpdate(u *session.RequestUpdate) { x.outputTotal += u.Delta.Output }
-func (x *issued) ToolCall(*session.ToolCall)             { x.tools++ }
+func (x *issued) ToolCall(u *session.ToolCall)           { x.tools++; x.timed[u.SessionID] = true }
 func (x *issued) Subagent(u *session.Subagent) {
+	x.timed[u.SessionID] = true
 	x.agents++
 	x.agentTool[u.SessionID+"\x00"+u.AgentID] = u.ToolUseID
 }
-func (x *issued) Compaction(*session.Compaction) { x.compactions++ }
-func (x *issued) APIError(*session.APIError)     {}
+func (x *issued) Compaction(u *session.Compaction) { x.compactions++; x.timed[u.SessionID] = true }
+func (x *issued) APIError(*session.APIError)       {}
 
 type spanKey struct {
 	trace spans.TraceID
@@ -86,6 +100,14 @@ func checkTree(t *testing.T, all []spans.Span, x *issued, g spans.Granularity, s
 	t.Helper()
 	if want := x.sessions + x.turns + x.requests + x.tools + x.agents + x.compactions + int(st.StandInAgents); len(all) != want {
 		t.Errorf("%d spans, want one per unit: %d", len(all), want)
+	}
+	if int(st.Timeless) != x.timeless {
+		t.Errorf("%d sessions left without a trace for want of a time, want %d", st.Timeless, x.timeless)
+	}
+	for _, s := range all {
+		if s.Start.Unix() <= 0 {
+			t.Errorf("%s %s starts at %v: no span may be dated before 1970-01-01T00:00:01", s.Name, s.SpanID, s.Start)
+		}
 	}
 	byKey := map[spanKey]*spans.Span{}
 	byID := map[spans.SpanID]*spans.Span{}
