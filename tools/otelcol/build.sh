@@ -29,7 +29,9 @@ script_dir=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 config="$script_dir/builder-config.yaml"
 go_bin=${GO:-go}
 
-log() { printf 'otelcol/build.sh: %s\n' "$*" >&2; }
+LOG_PREFIX=otelcol/build.sh
+# shellcheck source=../lib/cache.sh
+. "$script_dir/../lib/cache.sh"
 
 if [[ ! -f "$config" ]]; then
 	log "missing $config"
@@ -42,12 +44,16 @@ fi
 
 # One `go env` call gives everything the key depends on besides the config.
 mapfile -t goenv < <("$go_bin" env GOVERSION GOOS GOARCH)
+if [[ ${#goenv[@]} -ne 3 ]]; then
+	log "$go_bin env GOVERSION GOOS GOARCH failed"
+	exit 1
+fi
 key=$(
 	{
 		cat "$config"
 		printf 'builder=%s@%s\n' "$BUILDER_MODULE" "$BUILDER_VERSION"
 		printf 'go=%s goos=%s goarch=%s\n' "${goenv[0]}" "${goenv[1]}" "${goenv[2]}"
-	} | sha256sum | cut -c1-16
+	} | cache_key
 )
 
 cache_root="${XDG_CACHE_HOME:-$HOME/.cache}/claude-transcript-exporter/otelcol"
@@ -59,20 +65,11 @@ if [[ -x "$bin" ]]; then
 	exit 0
 fi
 
-mkdir -p "$cache_root"
-
-# Serialize concurrent builds (e.g. several test packages starting at once):
-# the first one builds, the others wait and then hit the cache.
-if command -v flock >/dev/null 2>&1; then
-	exec 9>"$cache_root/.build.lock"
-	if ! flock -n 9; then
-		log "another build holds $cache_root/.build.lock; waiting"
-		flock 9
-	fi
-	if [[ -x "$bin" ]]; then
-		printf '%s\n' "$bin"
-		exit 0
-	fi
+# Concurrent builds (several test packages at once) build once.
+cache_lock "$cache_root"
+if [[ -x "$bin" ]]; then
+	printf '%s\n' "$bin"
+	exit 0
 fi
 
 start=$(date +%s)
@@ -126,8 +123,7 @@ mkdir -p "$out_dir"
 cp "$config" "$out_dir/builder-config.yaml"
 cp "$src/go.mod" "$src/go.sum" "$out_dir/"
 printf 'builder %s@%s\n%s %s/%s\n' "$BUILDER_MODULE" "$BUILDER_VERSION" "${goenv[@]}" >"$out_dir/BUILD-INFO"
-mv -f "$src/$BINARY_NAME" "$out_dir/.$BINARY_NAME.tmp"
-mv -f "$out_dir/.$BINARY_NAME.tmp" "$bin"
+cache_publish "$src/$BINARY_NAME" "$bin"
 
 log "built in $(($(date +%s) - start))s"
 printf '%s\n' "$bin"
