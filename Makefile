@@ -10,7 +10,7 @@ LDFLAGS  := -s -w \
 	-X github.com/prometheus/common/version.Branch=$(BRANCH)
 GO       ?= go
 
-.PHONY: all build anonymize run test test-short lint bench corpus up down logs check-deploy clean
+.PHONY: all build anonymize run test backends test-short lint bench corpus up down logs check-deploy clean
 
 all: build
 
@@ -27,10 +27,19 @@ anonymize:
 run: build
 	./$(BINARY) $(ARGS)
 
-# Every test, with the race detector. End-to-end tests start a real
-# Prometheus and a real OpenTelemetry Collector (.ci/run installs both).
+# Every test, with the race detector. The end-to-end tests start real
+# backends on loopback ports: Prometheus 3 (and promtool), an OpenTelemetry
+# Collector and Jaeger v2, all built from Go modules by tools/backends.sh the
+# first time (10-15 minutes on 2 cores) and then taken from
+# $${XDG_CACHE_HOME:-~/.cache}/claude-transcript-exporter. CTE_*_BIN variables
+# already set are used as they are.
 test:
+	@backends=$$(tools/backends.sh) && eval "$$backends" && \
 	$(GO) test -race -count=1 ./...
+
+# Builds (or finds cached) the test backends and prints where they are.
+backends:
+	@tools/backends.sh
 
 test-short:
 	$(GO) test -count=1 ./mapping/...
@@ -59,8 +68,9 @@ logs:
 	docker compose logs -f exporter
 
 check-deploy:
-	promtool check config deploy/prometheus/prometheus.yml
-	promtool test rules deploy/prometheus/tests/*.yml
+	@backends=$$(tools/backends.sh otelcol prometheus) && eval "$$backends" && \
+	"$$CTE_PROMTOOL_BIN" check config deploy/prometheus/prometheus.yml && \
+	"$$CTE_PROMTOOL_BIN" test rules deploy/prometheus/tests/*.yml && \
 	$(GO) test -count=1 ./deploy/...
 
 clean:

@@ -1,50 +1,20 @@
 package deploy
 
 import (
-	"bytes"
-	"context"
-	"os"
-	"os/exec"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/claude-transcript-exporter/claude-transcript-exporter/internal/testbackend"
 )
 
 const collectorConfigPath = "deploy/otel-collector/config.yaml"
 
-// collectorBinary returns the test collector: $CTE_OTELCOL_BIN, else the
-// binary tools/otelcol/build.sh builds or finds in its cache (it prints the
-// path last). It is the same binary internal/testbackend starts.
-func collectorBinary(t *testing.T) string {
-	t.Helper()
-	if bin := os.Getenv(testbackend.OtelcolBinEnv); bin != "" {
-		if _, err := os.Stat(bin); err != nil {
-			t.Fatalf("%s=%s: %v", testbackend.OtelcolBinEnv, bin, err)
-		}
-		return bin
-	}
-	script := repoPath(t, "tools/otelcol/build.sh")
-	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, "bash", script)
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("build the test collector with %s (or set %s): %v\n%s%s",
-			script, testbackend.OtelcolBinEnv, err, stderr.String(), stdout.String())
-	}
-	lines := strings.Split(strings.TrimSpace(stdout.String()), "\n")
-	return strings.TrimSpace(lines[len(lines)-1])
-}
-
 // TestCollectorConfigValidates runs `otelcol-custom validate` on the compose
 // stack's collector config. The test collector must include every component
 // the config uses (otlp receiver; memory_limiter and batch processors; otlp
 // exporter; health_check extension): see tools/otelcol/builder-config.yaml.
 func TestCollectorConfigValidates(t *testing.T) {
-	bin := collectorBinary(t)
+	bin := testbackend.CollectorBinary(t)
 	runTool(t, nil, bin, "validate", "--config="+repoPath(t, collectorConfigPath))
 }
 

@@ -7,9 +7,9 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-)
 
-const promtoolHint = "apt-get install -y prometheus (Debian; it ships promtool), or run .ci/run"
+	"github.com/claude-transcript-exporter/claude-transcript-exporter/internal/testbackend"
+)
 
 // Rule files and their promtool unit tests (repository-relative globs).
 const (
@@ -50,7 +50,7 @@ func loadRules(t *testing.T) map[string][]rule {
 }
 
 func TestPromtoolCheckConfig(t *testing.T) {
-	promtool := needTool(t, "promtool", promtoolHint)
+	promtool := testbackend.PromtoolBinary(t)
 	out := runTool(t, nil, promtool, "check", "config", promConfigPath)
 	// The config loads the rule files by glob: make sure it found them all.
 	if want := len(globRepo(t, ruleFilesGlob)); !strings.Contains(out, "SUCCESS: "+strconv.Itoa(want)+" rule files found") {
@@ -59,12 +59,12 @@ func TestPromtoolCheckConfig(t *testing.T) {
 }
 
 func TestPromtoolCheckRules(t *testing.T) {
-	promtool := needTool(t, "promtool", promtoolHint)
+	promtool := testbackend.PromtoolBinary(t)
 	runTool(t, nil, promtool, append([]string{"check", "rules"}, globRepo(t, ruleFilesGlob)...)...)
 }
 
 func TestPromtoolTestRules(t *testing.T) {
-	promtool := needTool(t, "promtool", promtoolHint)
+	promtool := testbackend.PromtoolBinary(t)
 	out := runTool(t, nil, promtool, append([]string{"test", "rules"}, globRepo(t, ruleTestsGlob)...)...)
 	if !strings.Contains(out, "SUCCESS") || strings.Contains(out, "FAILED") {
 		t.Errorf("promtool test rules:\n%s", out)

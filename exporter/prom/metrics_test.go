@@ -10,6 +10,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/prometheus/common/expfmt"
+
+	"github.com/claude-transcript-exporter/claude-transcript-exporter/internal/testbackend"
 )
 
 func populated(t *testing.T, now time.Time) *prometheus.Registry {
@@ -50,10 +52,7 @@ func TestMetricsPassCollectAndLint(t *testing.T) {
 }
 
 func TestExpositionPassesPromtoolCheckMetrics(t *testing.T) {
-	promtool, err := exec.LookPath("promtool")
-	if err != nil {
-		t.Fatal("promtool not found: run .ci/run or apt-get install prometheus")
-	}
+	promtool := testbackend.PromtoolBinary(t)
 	reg := populated(t, time.Unix(1_800_000_000, 0))
 	mfs, err := reg.Gather()
 	if err != nil {

@@ -534,3 +534,84 @@ func TestPrometheusQueryURL(t *testing.T) {
 		t.Errorf("unexpected body %s", body)
 	}
 }
+
+// TestJaegerFindsSpansItReceived sends a parent and a child span to a real
+// Jaeger and finds them the ways a user does: the service list, a tag
+// search over a time window, and a trace id.
+func TestJaegerFindsSpansItReceived(t *testing.T) {
+	j := StartJaeger(t)
+	tp := newTracerProvider(t, j.OTLPEndpoint())
+	tracer := tp.Tracer("testbackend")
+	ctx, parent := tracer.Start(context.Background(), "parent")
+	parent.SetAttributes(attribute.String("conversation", "c-1"), attribute.Int64("turns", 3))
+	_, child := tracer.Start(ctx, "child", trace.WithSpanKind(trace.SpanKindClient))
+	child.End()
+	parent.End()
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := tp.Shutdown(shutdownCtx); err != nil {
+		t.Fatalf("export: %v", err)
+	}
+	traceID := parent.SpanContext().TraceID().String()
+
+	ctx, cancel = context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	var found []JaegerTrace
+	for {
+		var err error
+		found, err = j.FindTraces(ctx, TraceQuery{
+			Service: "testbackend-test",
+			Tags:    map[string]string{"conversation": "c-1"},
+			Start:   time.Now().Add(-time.Hour),
+			End:     time.Now().Add(time.Minute),
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(found) > 0 || ctx.Err() != nil {
+			break
+		}
+		time.Sleep(pollInterval)
+	}
+	if len(found) != 1 || found[0].TraceID != traceID || len(found[0].Spans) != 2 {
+		t.Fatalf("tag search found %+v, want trace %s with 2 spans", found, traceID)
+	}
+	byName := map[string]JaegerSpan{}
+	for _, s := range found[0].Spans {
+		byName[s.OperationName] = s
+	}
+	p, c := byName["parent"], byName["child"]
+	tests := []struct {
+		name      string
+		got, want any
+	}{
+		{"parent id", p.SpanID, parent.SpanContext().SpanID().String()},
+		{"root has no parent", p.ParentSpanID, ""},
+		{"child's parent", c.ParentSpanID, p.SpanID},
+		{"service", p.Service, "testbackend-test"},
+		{"int tag", p.Tags["turns"], float64(3)},
+		{"kind tag", c.Tags["span.kind"], "client"},
+		{"resource tag", p.ProcessTags["test.name"], t.Name()},
+	}
+	for _, tt := range tests {
+		if !reflect.DeepEqual(tt.got, tt.want) {
+			t.Errorf("%s: got %#v, want %#v", tt.name, tt.got, tt.want)
+		}
+	}
+
+	// A window before the spans finds nothing; the trace id still loads.
+	none, err := j.FindTraces(ctx, TraceQuery{
+		Service: "testbackend-test", Start: time.Now().Add(-3 * time.Hour), End: time.Now().Add(-2 * time.Hour),
+	})
+	if err != nil || len(none) != 0 {
+		t.Errorf("search before the spans: %d traces, %v; want none", len(none), err)
+	}
+	byID, err := j.Trace(ctx, traceID)
+	if err != nil || len(byID.Spans) != 2 {
+		t.Errorf("trace by id: %d spans, %v; want 2", len(byID.Spans), err)
+	}
+	services, err := j.Services(ctx)
+	if err != nil || !reflect.DeepEqual(services, []string{"testbackend-test"}) {
+		t.Errorf("services = %v, %v", services, err)
+	}
+}

@@ -1,28 +1,20 @@
 package testbackend
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strings"
 	"sync"
 	"testing"
 	"time"
 )
 
 const (
-	// OtelcolBinEnv names the collector binary to use instead of building
-	// one with tools/otelcol/build.sh (.ci/run sets it).
-	OtelcolBinEnv = "CTE_OTELCOL_BIN"
 	// collectorStartTimeout bounds the wait for the gRPC port after a start.
 	collectorStartTimeout = 30 * time.Second
-	// collectorBuildTimeout bounds a cold build of the collector.
-	collectorBuildTimeout = 15 * time.Minute
 )
 
 // Collector is a running OpenTelemetry Collector started by StartCollector:
@@ -49,7 +41,7 @@ type Collector struct {
 // when the test ends; if the test failed, the tail of its log is printed.
 func StartCollector(t testing.TB) *Collector {
 	t.Helper()
-	bin := collectorBinary(t)
+	bin := CollectorBinary(t)
 	c := &Collector{
 		t:        t,
 		bin:      bin,
@@ -69,36 +61,6 @@ func StartCollector(t testing.TB) *Collector {
 		t.Fatalf("start collector: %v\n%s", err, logTail(c.logPath, logTailLines))
 	}
 	return c
-}
-
-// collectorBinary returns $CTE_OTELCOL_BIN or builds the collector.
-func collectorBinary(t testing.TB) string {
-	t.Helper()
-	if bin := os.Getenv(OtelcolBinEnv); bin != "" {
-		if _, err := os.Stat(bin); err != nil {
-			t.Fatalf("start collector: %s=%s: %v", OtelcolBinEnv, bin, err)
-		}
-		return bin
-	}
-	script := filepath.Join(RepoRoot(t), "tools", "otelcol", "build.sh")
-	t.Logf("%s is not set: running %s (instant when cached; a cold build takes minutes)", OtelcolBinEnv, script)
-	ctx, cancel := context.WithTimeout(context.Background(), collectorBuildTimeout)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, "bash", script)
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout = &stdout
-	cmd.Stderr = &stderr
-	start := time.Now()
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("start collector: build with %s: %v\n%s%s", script, err, stderr.String(), stdout.String())
-	}
-	lines := strings.Split(strings.TrimSpace(stdout.String()), "\n")
-	bin := strings.TrimSpace(lines[len(lines)-1])
-	if _, err := os.Stat(bin); err != nil {
-		t.Fatalf("start collector: %s printed %q: %v\n%s", script, bin, err, stderr.String())
-	}
-	t.Logf("collector binary %s (%v)", bin, time.Since(start).Round(time.Millisecond))
-	return bin
 }
 
 // Endpoint returns the host:port of the OTLP gRPC receiver. It stays the

@@ -1,8 +1,11 @@
 // Package testbackend starts the real backends that the end-to-end tests of
-// claude-transcript-exporter run against, on free loopback ports: a
-// Prometheus server (the Debian "prometheus" package, found on PATH) and an
-// OpenTelemetry Collector acting as OTLP receiver (built from Go modules by
-// tools/otelcol/build.sh, or taken from $CTE_OTELCOL_BIN).
+// claude-transcript-exporter run against, on free loopback ports: Prometheus
+// 3 (and promtool), an OpenTelemetry Collector acting as OTLP receiver that
+// writes what it receives to a file, and Jaeger v2 with in-memory storage,
+// queried through the HTTP API its UI calls. All of them are built from Go
+// modules by the scripts under tools/ (tools/backends.sh runs them all) and
+// cached by version; $CTE_PROMETHEUS_BIN, $CTE_PROMTOOL_BIN,
+// $CTE_OTELCOL_BIN and $CTE_JAEGER_BIN name prebuilt binaries instead.
 //
 // It is used ONLY by tests: every entry point takes a testing.TB, registers
 // its own cleanup and fails the test (never skips it) when a backend is
@@ -19,6 +22,6 @@
 //     in $CTE_SHARED_DIR/corpus/real or ../shared/corpus/real, an optional
 //     extra that exactness checks add when it is there.
 //
-// Run .ci/run on a bare machine to install Prometheus, build the collector
-// and run the tests.
+// `make test` builds the backends (once) and runs every test; .ci/run does
+// the same on a bare Debian machine.
 package testbackend

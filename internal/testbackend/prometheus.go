@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"net/url"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -61,17 +60,14 @@ type Prometheus struct {
 	logPath string
 }
 
-// StartPrometheus starts the prometheus binary found on PATH with a config
+// StartPrometheus starts Prometheus (PrometheusBinary: Prometheus 3 built
+// from its Go module, or $CTE_PROMETHEUS_BIN) with a config
 // generated from opts, on a free port of 127.0.0.1 and with its TSDB in a
 // temporary directory, and waits until it is ready. It is stopped when the
 // test ends; if the test failed, the tail of its log is printed.
 func StartPrometheus(t testing.TB, opts PromOptions) *Prometheus {
 	t.Helper()
-	bin, err := exec.LookPath("prometheus")
-	if err != nil {
-		t.Fatalf("start prometheus: the prometheus binary is not on PATH: run .ci/run, "+
-			"or apt-get install prometheus (Debian): %v", err)
-	}
+	bin := PrometheusBinary(t)
 	if opts.ScrapeInterval <= 0 {
 		opts.ScrapeInterval = time.Second
 	}
@@ -99,6 +95,7 @@ func StartPrometheus(t testing.TB, opts PromOptions) *Prometheus {
 		"--storage.tsdb.path=" + dataDir,
 		"--web.listen-address=" + addr,
 	}, opts.ExtraArgs...)
+	var err error
 	p.proc, err = startProcess("prometheus", bin, args, p.logPath)
 	if err != nil {
 		t.Fatalf("start prometheus: %v", err)
