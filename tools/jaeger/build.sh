@@ -33,18 +33,7 @@ script_dir=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 LOG_PREFIX=jaeger/build.sh
 # shellcheck source=../lib/cache.sh
 . "$script_dir/../lib/cache.sh"
-go_bin=${GO:-go}
-
-if ! command -v "$go_bin" >/dev/null 2>&1; then
-	log "go not found on PATH"
-	exit 1
-fi
-
-mapfile -t goenv < <("$go_bin" env GOVERSION GOOS GOARCH)
-if [[ ${#goenv[@]} -ne 3 ]]; then
-	log "$go_bin env GOVERSION GOOS GOARCH failed"
-	exit 1
-fi
+need_go
 key=$(printf '%s@%s release=%s go=%s goos=%s goarch=%s cgo=0\n' \
 	"$MODULE" "$MODULE_VERSION" "$RELEASE" "${goenv[@]}" | cache_key)
 
@@ -52,16 +41,9 @@ cache_root="${XDG_CACHE_HOME:-$HOME/.cache}/claude-transcript-exporter/jaeger"
 out_dir="$cache_root/$key"
 bin="$out_dir/jaeger"
 
-if [[ -x "$bin" ]]; then
-	printf '%s\n' "$bin"
-	exit 0
-fi
-
+cache_reuse "$bin" "$bin"
 cache_lock "$cache_root"
-if [[ -x "$bin" ]]; then
-	printf '%s\n' "$bin"
-	exit 0
-fi
+cache_reuse "$bin" "$bin"
 
 start=$(date +%s)
 log "building Jaeger $RELEASE ($MODULE@$MODULE_VERSION, ${goenv[0]}); cold builds take ~6 minutes"

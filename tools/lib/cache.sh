@@ -1,7 +1,12 @@
 # Shared by the build scripts under tools/ that build a test backend from Go
 # modules once and cache it by version. Source it; it defines:
 #
+#   need_go              checks that ${GO:-go} runs and sets go_bin and
+#                        goenv=(GOVERSION GOOS GOARCH), which keys depend on
 #   cache_key            hashes stdin to 16 hex digits (the cache key)
+#   cache_reuse OUT FILE...
+#                        when every FILE is an executable, prints OUT and
+#                        exits the script: the cache has the build
 #   cache_lock DIR       creates DIR and holds DIR/.build.lock on fd 9, so that
 #                        concurrent builds (several test packages at once)
 #                        build once: the others wait, then find the cache
@@ -13,7 +18,30 @@
 
 log() { printf '%s: %s\n' "${LOG_PREFIX:-build}" "$*" >&2; }
 
+need_go() {
+	go_bin=${GO:-go}
+	if ! command -v "$go_bin" >/dev/null 2>&1; then
+		log "go not found on PATH"
+		exit 1
+	fi
+	mapfile -t goenv < <("$go_bin" env GOVERSION GOOS GOARCH)
+	if [[ ${#goenv[@]} -ne 3 ]]; then
+		log "$go_bin env GOVERSION GOOS GOARCH failed"
+		exit 1
+	fi
+}
+
 cache_key() { sha256sum | cut -c1-16; }
+
+cache_reuse() {
+	local out=$1 f
+	shift
+	for f in "$@"; do
+		[[ -x $f ]] || return 0
+	done
+	printf '%s\n' "$out"
+	exit 0
+}
 
 cache_lock() {
 	mkdir -p "$1"

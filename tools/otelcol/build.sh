@@ -27,7 +27,6 @@ BINARY_NAME=otelcol-custom
 
 script_dir=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 config="$script_dir/builder-config.yaml"
-go_bin=${GO:-go}
 
 LOG_PREFIX=otelcol/build.sh
 # shellcheck source=../lib/cache.sh
@@ -37,17 +36,7 @@ if [[ ! -f "$config" ]]; then
 	log "missing $config"
 	exit 1
 fi
-if ! command -v "$go_bin" >/dev/null 2>&1; then
-	log "go not found on PATH"
-	exit 1
-fi
-
-# One `go env` call gives everything the key depends on besides the config.
-mapfile -t goenv < <("$go_bin" env GOVERSION GOOS GOARCH)
-if [[ ${#goenv[@]} -ne 3 ]]; then
-	log "$go_bin env GOVERSION GOOS GOARCH failed"
-	exit 1
-fi
+need_go
 key=$(
 	{
 		cat "$config"
@@ -60,17 +49,10 @@ cache_root="${XDG_CACHE_HOME:-$HOME/.cache}/claude-transcript-exporter/otelcol"
 out_dir="$cache_root/$key"
 bin="$out_dir/$BINARY_NAME"
 
-if [[ -x "$bin" ]]; then
-	printf '%s\n' "$bin"
-	exit 0
-fi
-
+cache_reuse "$bin" "$bin"
 # Concurrent builds (several test packages at once) build once.
 cache_lock "$cache_root"
-if [[ -x "$bin" ]]; then
-	printf '%s\n' "$bin"
-	exit 0
-fi
+cache_reuse "$bin" "$bin"
 
 start=$(date +%s)
 log "building collector (key $key, ${goenv[0]}); cold builds take ~2 minutes"

@@ -29,18 +29,7 @@ script_dir=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 LOG_PREFIX=prometheus/build.sh
 # shellcheck source=../lib/cache.sh
 . "$script_dir/../lib/cache.sh"
-go_bin=${GO:-go}
-
-if ! command -v "$go_bin" >/dev/null 2>&1; then
-	log "go not found on PATH"
-	exit 1
-fi
-
-mapfile -t goenv < <("$go_bin" env GOVERSION GOOS GOARCH)
-if [[ ${#goenv[@]} -ne 3 ]]; then
-	log "$go_bin env GOVERSION GOOS GOARCH failed"
-	exit 1
-fi
+need_go
 key=$(printf '%s@%s release=%s go=%s goos=%s goarch=%s cgo=0\n' \
 	"$MODULE" "$MODULE_VERSION" "$RELEASE" "${goenv[@]}" | cache_key)
 
@@ -48,16 +37,9 @@ cache_root="${XDG_CACHE_HOME:-$HOME/.cache}/claude-transcript-exporter/prometheu
 out_dir="$cache_root/$key"
 
 # prometheus is published last: its presence means both are complete.
-if [[ -x "$out_dir/prometheus" && -x "$out_dir/promtool" ]]; then
-	printf '%s\n' "$out_dir"
-	exit 0
-fi
-
+cache_reuse "$out_dir" "$out_dir/promtool" "$out_dir/prometheus"
 cache_lock "$cache_root"
-if [[ -x "$out_dir/prometheus" && -x "$out_dir/promtool" ]]; then
-	printf '%s\n' "$out_dir"
-	exit 0
-fi
+cache_reuse "$out_dir" "$out_dir/promtool" "$out_dir/prometheus"
 
 start=$(date +%s)
 log "building Prometheus $RELEASE and promtool ($MODULE@$MODULE_VERSION, ${goenv[0]}); cold builds take ~6 minutes"
