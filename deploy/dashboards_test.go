@@ -308,13 +308,27 @@ func TestDashboardsStructure(t *testing.T) {
 	resolvedDashboardQueries(t) // undefined variables fail here
 }
 
+// The dashboard's time range as Grafana substitutes it in links
+// (milliseconds since the epoch): sample values for the tests.
+const (
+	sampleFrom = "1762000000000"
+	sampleTo   = "1762600000000"
+)
+
+// sampleLink substitutes sample values for the variables a link carries.
+func sampleLink(link string) string {
+	return strings.NewReplacer("${session}", "0b9f2c1e-aaaa-bbbb-cccc-123456789abc",
+		"${__field.labels.project}", "my-repo", "${jaeger_url}", "http://localhost:16686",
+		"${__from}", sampleFrom, "${__to}", sampleTo).Replace(link)
+}
+
 // tempoPane decodes the Explore pane of a Grafana Explore link after
-// substituting sample values for the variables it carries.
+// substituting sample values for the variables it carries, and fails the
+// test unless the pane searches the dashboard's own time range (a fixed
+// range such as the last 7 days misses older sessions).
 func tempoPane(t *testing.T, link string) (datasource, query string) {
 	t.Helper()
-	r := strings.NewReplacer("${session}", "0b9f2c1e-aaaa-bbbb-cccc-123456789abc",
-		"${__field.labels.project}", "my-repo", "${jaeger_url}", "http://localhost:16686")
-	u, err := url.Parse(r.Replace(link))
+	u, err := url.Parse(sampleLink(link))
 	if err != nil {
 		t.Fatalf("link %q: %v", link, err)
 	}
@@ -327,11 +341,18 @@ func tempoPane(t *testing.T, link string) (datasource, query string) {
 		Queries    []struct {
 			Query string `json:"query"`
 		} `json:"queries"`
+		Range struct {
+			From string `json:"from"`
+			To   string `json:"to"`
+		} `json:"range"`
 	}
 	if err := json.Unmarshal([]byte(panes), &p); err != nil {
 		t.Fatalf("link %q: panes is not JSON: %v", link, err)
 	}
 	for _, pane := range p {
+		if pane.Range.From != sampleFrom || pane.Range.To != sampleTo {
+			t.Errorf("link %q: Explore range %s..%s, want the dashboard's ${__from}..${__to}", link, pane.Range.From, pane.Range.To)
+		}
 		if len(pane.Queries) > 0 {
 			return pane.Datasource, pane.Queries[0].Query
 		}
@@ -357,11 +378,18 @@ func TestDashboardTraceLinks(t *testing.T) {
 				tempo = true
 			}
 			if strings.HasPrefix(l.URL, "${jaeger_url}/search?") {
-				u, _ := url.Parse(strings.Replace(l.URL, "${jaeger_url}", "http://localhost:16686", 1))
+				u, _ := url.Parse(sampleLink(l.URL))
+				q := u.Query()
 				var tags map[string]string
-				if json.Unmarshal([]byte(u.Query().Get("tags")), &tags) == nil && tags["gen_ai.conversation.id"] == "${session}" &&
-					u.Query().Get("service") == "claude-code" {
+				if json.Unmarshal([]byte(q.Get("tags")), &tags) == nil && tags["gen_ai.conversation.id"] == "0b9f2c1e-aaaa-bbbb-cccc-123456789abc" &&
+					q.Get("service") == "claude-code" {
 					jaeger = true
+				}
+				// Jaeger's search form takes microseconds; without a range
+				// it searches the last hour and finds no older session.
+				if q.Get("lookback") != "custom" || q.Get("start") != sampleFrom+"000" || q.Get("end") != sampleTo+"000" {
+					t.Errorf("%s: Jaeger link %q: lookback %q start %q end %q, want custom over the dashboard's range in µs",
+						file, l.URL, q.Get("lookback"), q.Get("start"), q.Get("end"))
 				}
 			}
 		}
