@@ -6,11 +6,13 @@ import (
 	"time"
 
 	"github.com/prometheus/common/model"
+
+	"github.com/claude-transcript-exporter/claude-transcript-exporter/internal/daemon"
 )
 
 // backfillWindow is how far back the exporter sends spans by default
 // (--traces.since): Tempo must keep and find traces that old.
-const backfillWindow = 7 * 24 * time.Hour
+const backfillWindow = daemon.DefaultTracesSince
 
 // Tempo and Jaeger do not run on this machine (no package on the
 // registries here), so their configs are checked structurally: they parse,

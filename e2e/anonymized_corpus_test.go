@@ -88,7 +88,7 @@ func spanTree(t *testing.T, dir string) []string {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, binary(t), "--oneshot", "--log.level=warn", "--claude.dir="+dir,
-		"--traces.exporter=stdout", "--oneshot.metrics-file="+filepath.Join(t.TempDir(), "metrics.prom"))
+		"--traces.exporter=stdout", "--traces.since=0", "--oneshot.metrics-file="+filepath.Join(t.TempDir(), "metrics.prom"))
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {

@@ -90,6 +90,8 @@ func TestBadFlagsFailAtStartNamingTheFlag(t *testing.T) {
 		{"rescan too short", []string{"--claude.dir=" + tree, "--tail.rescan-interval=1ms"}, "--tail.rescan-interval"},
 		{"bad project label", []string{"--claude.dir=" + tree, "--metrics.project-label=hash"}, "metrics.project-label"},
 		{"bad exporter", []string{"--claude.dir=" + tree, "--traces.exporter=zipkin"}, "traces.exporter"},
+		{"bad trace window", []string{"--claude.dir=" + tree, "--traces.since=lately"}, "traces.since"},
+		{"negative trace window", []string{"--claude.dir=" + tree, "--traces.since=-1h"}, "--traces.since"},
 		{"bad capture kind", []string{"--claude.dir=" + tree, "--traces.capture=prompts,secrets"}, "--traces.capture"},
 		{"bad headers", []string{"--claude.dir=" + tree, "--otlp.headers=novalue"}, "--otlp.headers"},
 		{"missing pricing file", []string{"--claude.dir=" + tree, "--pricing.file=/nonexistent.json"}, "--pricing.file"},

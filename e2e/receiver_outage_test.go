@@ -34,7 +34,7 @@ func expectedSpans(t *testing.T, dirs []string) map[string]testbackend.Span {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	args := []string{"--oneshot", "--traces.exporter=stdout", "--oneshot.metrics-file=/dev/null", "--log.level=warn", outageIdle}
+	args := []string{"--oneshot", "--traces.exporter=stdout", "--traces.since=0", "--oneshot.metrics-file=/dev/null", "--log.level=warn", outageIdle}
 	for _, d := range dirs {
 		args = append(args, "--claude.dir="+d)
 	}
@@ -221,7 +221,7 @@ func TestReceiverOutageDelaysSpansNeverDropsThem(t *testing.T) {
 	addr := fmt.Sprintf("127.0.0.1:%d", testbackend.FreePort(t))
 	args := []string{"--state.file=" + filepath.Join(stateDir, "state"), "--state.flush-interval=200ms",
 		"--tail.poll-interval=20ms", "--tail.rescan-interval=200ms", outageIdle,
-		"--traces.exporter=otlp", "--otlp.endpoint=" + c.Endpoint(), "--otlp.insecure"}
+		"--traces.exporter=otlp", "--traces.since=0", "--otlp.endpoint=" + c.Endpoint(), "--otlp.insecure"}
 	for _, d := range dirs {
 		args = append(args, "--claude.dir="+d)
 	}
@@ -326,7 +326,7 @@ func TestRestartResumeAfterKill9KeepsEverySpan(t *testing.T) {
 	addr := fmt.Sprintf("127.0.0.1:%d", testbackend.FreePort(t))
 	args := []string{"--claude.dir=" + dirs[0], "--state.file=" + state, "--state.flush-interval=150ms",
 		"--tail.poll-interval=20ms", "--tail.rescan-interval=200ms", outageIdle,
-		"--traces.exporter=otlp", "--otlp.endpoint=" + c.Endpoint(), "--otlp.insecure"}
+		"--traces.exporter=otlp", "--traces.since=0", "--otlp.endpoint=" + c.Endpoint(), "--otlp.insecure"}
 
 	var written atomic.Int64
 	writerDone := make(chan struct{})

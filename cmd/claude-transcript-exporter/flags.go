@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/alecthomas/kingpin/v2"
+	"github.com/prometheus/common/model"
 )
 
 // namedValue is a kingpin.Value whose parse errors name the flag, so that
@@ -28,17 +29,22 @@ func (v *namedValue) Set(s string) error {
 func (v *namedValue) String() string { return v.str() }
 
 func durationFlag(app *kingpin.Application, name, help string, p *time.Duration) {
-	app.Flag(name, help).Default(p.String()).SetValue(&namedValue{
+	app.Flag(name, help).Default(model.Duration(*p).String()).SetValue(&namedValue{
 		name: name,
 		set: func(s string) error {
 			d, err := time.ParseDuration(s)
 			if err != nil {
-				return fmt.Errorf("%q is not a duration (e.g. 10s, 5m)", s)
+				// Days and weeks too (7d, 2w), as Prometheus writes them.
+				md, merr := model.ParseDuration(s)
+				if merr != nil {
+					return fmt.Errorf("%q is not a duration (e.g. 10s, 5m, 7d)", s)
+				}
+				d = time.Duration(md)
 			}
 			*p = d
 			return nil
 		},
-		str: func() string { return p.String() },
+		str: func() string { return model.Duration(*p).String() },
 	})
 }
 

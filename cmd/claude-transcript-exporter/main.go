@@ -69,6 +69,8 @@ func run(args []string) int {
 	capture := app.Flag("traces.capture", "Content to put on spans, comma-separated subset of prompts,responses,tools,thinking. Default: none (no text leaves the machine).").String()
 	intFlag(app, "traces.capture-max-bytes", "Cap on each captured text.", &cfg.Traces.CaptureMaxBytes)
 	enumFlag(app, "traces.granularity", "One trace per session, or per turn (for very long sessions and trace-size limits).", &cfg.Traces.Granularity, "session", "turn")
+	durationFlag(app, "traces.since", "Export the spans of sessions active in this window before start (7d, 30d; 0: all history); "+
+		"everything after start is exported. Metrics always count all history.", &cfg.Traces.Since)
 	app.Flag("otlp.endpoint", "OTLP gRPC endpoint (host:port or URL). Default: OTEL_EXPORTER_OTLP_TRACES_ENDPOINT / OTEL_EXPORTER_OTLP_ENDPOINT.").StringVar(&cfg.Traces.Endpoint)
 	app.Flag("otlp.insecure", "Use plaintext gRPC (no TLS).").BoolVar(&cfg.Traces.Insecure)
 	durationFlag(app, "otlp.timeout", "Time limit of one export attempt.", &cfg.Traces.Timeout)

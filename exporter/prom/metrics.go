@@ -229,6 +229,7 @@ type Self struct {
 	OrphanToolResults  prometheus.Gauge
 	ClampedTimes       prometheus.Counter
 	AssistantWithoutID prometheus.Counter
+	SpansBeforeWindow  prometheus.Counter
 }
 
 // NewSelf creates the self-metrics and registers them, with build_info.
@@ -276,11 +277,13 @@ func NewSelf(reg prometheus.Registerer) *Self {
 			Help: "Spans whose transcript end time came before their start (clamped)."}),
 		AssistantWithoutID: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "assistant_lines_without_id_total",
 			Help: "Assistant lines without message.id (not counted as requests)."}),
+		SpansBeforeWindow: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "spans_before_window_total",
+			Help: "Spans not exported because their session had no activity within --traces.since before start (its metrics count)."}),
 	}
 	reg.MustRegister(s.FilesWatched, s.LinesRead, s.BytesRead, s.DecodeErrors, s.UnknownRecords, s.UnknownFields, s.InvalidUsage,
 		s.SpansExported, s.SpansFailed, s.SpansPending, s.SpoolSpans, s.LastExport, s.TailLag, s.BackfillDone, s.BackfillSeconds,
 		s.StateFileAge, s.DuplicateLines, s.OrphanToolResults, s.ClampedTimes, s.AssistantWithoutID,
-		versioncollector.NewCollector(Namespace+"_exporter"))
+		s.SpansBeforeWindow, versioncollector.NewCollector(Namespace+"_exporter"))
 	for _, r := range transcript.Reasons() {
 		s.DecodeErrors.WithLabelValues(string(r))
 	}

@@ -66,16 +66,24 @@ type TracesConfig struct {
 	Capture         []string // --traces.capture (prompts,responses,tools,thinking)
 	CaptureMaxBytes int      // --traces.capture-max-bytes
 	Granularity     string   // --traces.granularity (session|turn)
-	Endpoint        string   // --otlp.endpoint
-	Insecure        bool     // --otlp.insecure
-	Headers         string   // --otlp.headers (k=v,k2=v2)
-	BatchSize       int      // --otlp.batch-size
-	Timeout         time.Duration
+	// Since is the backfill window of spans (--traces.since): the spans of
+	// a session none of whose files was modified in the last Since are not
+	// exported (its metrics still count); 0 exports all history.
+	Since     time.Duration
+	Endpoint  string // --otlp.endpoint
+	Insecure  bool   // --otlp.insecure
+	Headers   string // --otlp.headers (k=v,k2=v2)
+	BatchSize int    // --otlp.batch-size
+	Timeout   time.Duration
 	// SpoolDir holds spans the receiver has not taken yet, so that an
 	// outage never stalls the pipeline (--otlp.spool-dir). Empty: spool/
 	// next to the state file; no spool without a state file.
 	SpoolDir string
 }
+
+// DefaultTracesSince is the default --traces.since: a week of sessions,
+// which deploy/tempo/tempo.yaml is set to find and keep.
+const DefaultTracesSince = 7 * 24 * time.Hour
 
 // NewConfig returns the defaults. ClaudeDirs is left empty: DefaultClaudeDirs
 // fills it from the environment.
@@ -96,6 +104,7 @@ func NewConfig() Config {
 			Exporter:        "auto",
 			CaptureMaxBytes: 4096,
 			Granularity:     "session",
+			Since:           DefaultTracesSince,
 			BatchSize:       512,
 			Timeout:         10 * time.Second,
 		},
@@ -237,6 +246,9 @@ func (c *Config) Validate() error {
 	case "session", "turn":
 	default:
 		return fmt.Errorf("--traces.granularity: unknown granularity %q (want session or turn)", t.Granularity)
+	}
+	if t.Since < 0 {
+		return fmt.Errorf("--traces.since: %s must not be negative (0: all history)", t.Since)
 	}
 	if t.Headers != "" {
 		if _, err := ParseHeaders(t.Headers); err != nil {

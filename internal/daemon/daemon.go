@@ -89,9 +89,14 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger, stdout io.Writer)
 	rd := newReader(&cfg, logger.With("component", "reader"), self, asm, decOpts, now)
 	stats := &statsPublisher{self: self}
 
+	if traces != nil {
+		traces.window.begin(cfg.Traces.Since, now())
+		rd.window = traces.window
+	}
+
 	if cfg.Oneshot {
 		start := now()
-		files, err := scanOnce(&cfg, logger, rd)
+		files, err := scanOnce(&cfg, logger, rd, traces)
 		if err != nil {
 			return err
 		}
@@ -179,6 +184,9 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger, stdout io.Writer)
 	fl.rescan()
 	rd.between = nil
 	asm.Flush(now().Add(session.DefaultSettle), false)
+	if traces != nil {
+		traces.window.end()
+	}
 	stats.publish(asm.Stats())
 	self.BackfillDone.Set(1)
 	self.BackfillSeconds.Set(now().Sub(start).Seconds())
@@ -348,7 +356,7 @@ func serve(cfg *Config, logger *slog.Logger, reg *prometheus.Registry, ready *at
 }
 
 // scanOnce finds every transcript once (one-shot runs: no watches).
-func scanOnce(cfg *Config, logger *slog.Logger, rd *reader) ([]*fileState, error) {
+func scanOnce(cfg *Config, logger *slog.Logger, rd *reader, traces *tracesStage) ([]*fileState, error) {
 	w, err := discover.New(discover.Config{Roots: cfg.ClaudeDirs, Match: session.IsTranscriptName, PollOnly: true,
 		Logger: logger.With("component", "discover")})
 	if err != nil {
@@ -359,6 +367,10 @@ func scanOnce(cfg *Config, logger *slog.Logger, rd *reader) ([]*fileState, error
 	if err != nil {
 		logger.Warn("scan incomplete", "err", err)
 	}
-	rd.sync(found, nil)
+	var see func(*fileState, discover.File)
+	if traces != nil {
+		see = func(f *fileState, fi discover.File) { traces.window.see(f.src.SessionID, fi.ModTime) }
+	}
+	rd.sync(found, see)
 	return rd.sorted(), nil
 }

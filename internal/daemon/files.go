@@ -64,6 +64,9 @@ type reader struct {
 	linesN   int64
 	// live is set after the backfill: tail lag is observed from then on.
 	live bool
+	// window learns which sessions were active within --traces.since
+	// from the records of recently modified files (nil: traces off).
+	window *traceWindow
 	// version grows whenever an offset or the file table changes.
 	version atomic.Uint64
 	// between, when set, runs between two groups of a long read (the
@@ -276,6 +279,9 @@ func (r *reader) record(f *fileState, rec *transcript.Record, now time.Time) {
 				"the line's tokens are not counted (later ones in this file only in claude_transcript_exporter_invalid_usage_total)",
 				"path", f.path, "reason", problem)
 		}
+	}
+	if r.window != nil {
+		r.window.see(rec.SessionID, f.mtime)
 	}
 	r.asm.Add(&f.src, rec, now)
 }

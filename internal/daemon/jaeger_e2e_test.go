@@ -48,7 +48,7 @@ func TestBackfilledSessionsAreFoundInJaeger(t *testing.T) {
 			tr.spans = append(tr.spans, jaegerSpanLine(s.SpanID, s.ParentSpanID, s.Name, s.Start, s.End.Sub(s.Start)))
 		}
 		if _, stderr, code := tracesRunBinary(t, bin, "--oneshot", "--claude.dir="+dir,
-			"--traces.exporter=otlp", "--otlp.endpoint="+j.OTLPEndpoint(), "--otlp.insecure"); code != 0 {
+			"--traces.exporter=otlp", "--traces.since=0", "--otlp.endpoint="+j.OTLPEndpoint(), "--otlp.insecure"); code != 0 {
 			t.Fatalf("%s: exit %d\n%s", dir, code, stderr)
 		}
 	}

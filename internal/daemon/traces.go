@@ -21,8 +21,11 @@ import (
 
 // tracesStage is the span half of the pipeline.
 type tracesStage struct {
-	sink  session.Sink
-	close func(ctx context.Context, timeout time.Duration) error
+	sink session.Sink
+	// window holds back the spans of sessions older than --traces.since
+	// during the backfill.
+	window *traceWindow
+	close  func(ctx context.Context, timeout time.Duration) error
 	// durable reports whether every span built so far survives a crash:
 	// acknowledged by the receiver, or in the spool (which it syncs).
 	// Only then may the state file move: lines after its offsets are
@@ -114,8 +117,13 @@ func buildTraces(ctx context.Context, cfg *Config, logger *slog.Logger, self *pr
 		b           *spans.Builder
 		lastClamped int64
 		dropLogged  bool
+		window      = &traceWindow{}
 	)
 	emit := func(s spans.Span) {
+		if !window.keep(&s) {
+			self.SpansBeforeWindow.Inc()
+			return
+		}
 		if err := q.Enqueue(ctx, s); err != nil && !dropLogged {
 			dropLogged = true
 			logger.Error("dropping spans", "err", err)
@@ -162,7 +170,54 @@ func buildTraces(ctx context.Context, cfg *Config, logger *slog.Logger, self *pr
 		}
 		return q.MemoryLen() == 0, nil
 	}
-	return &tracesStage{sink: b, close: closeFn, durable: durable}, nil
+	return &tracesStage{sink: b, window: window, close: closeFn, durable: durable}, nil
+}
+
+// traceWindow is --traces.since. During the backfill, the spans of a
+// session go out only when one of its transcript files was modified within
+// the window before start: a session active in the window is exported whole,
+// an older one not at all (no half trees), and its metrics count either way.
+// A recent file marks its session by its path (<session>.jsonl and
+// <session>/subagents/*.jsonl) when the scan finds it, before any span is
+// built, and marks the sessions its records name as they are read (a legacy
+// agent-*.jsonl, a file named otherwise, a resumed session's copies).
+// Everything after the backfill is exported. The zero value lets every
+// span through.
+type traceWindow struct {
+	cutoff time.Time           // zero: no window
+	recent map[string]struct{} // sessions with a file modified at or after cutoff
+}
+
+// begin opens the window before the backfill: since before now (0: none).
+func (w *traceWindow) begin(since time.Duration, now time.Time) {
+	if since <= 0 {
+		return
+	}
+	w.cutoff = now.Add(-since)
+	w.recent = map[string]struct{}{}
+}
+
+// see notes a transcript file of session id modified at mtime.
+func (w *traceWindow) see(id string, mtime time.Time) {
+	if w.recent == nil || id == "" || mtime.Before(w.cutoff) {
+		return
+	}
+	w.recent[id] = struct{}{}
+}
+
+// end closes the window after the backfill: every later span goes out.
+func (w *traceWindow) end() {
+	w.cutoff, w.recent = time.Time{}, nil
+}
+
+// keep says whether a span goes out.
+func (w *traceWindow) keep(s *spans.Span) bool {
+	if w.recent == nil {
+		return true
+	}
+	v, _ := s.Attr(spans.AttrConversationID)
+	_, ok := w.recent[v.Str]
+	return ok
 }
 
 // spoolDir resolves --otlp.spool-dir: the flag, else spool/ next to the

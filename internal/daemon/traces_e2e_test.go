@@ -68,7 +68,7 @@ func TestOneshotToCollector(t *testing.T) {
 		expected, _ := tracesOneshotStdout(t, dir, nil)
 		start := time.Now()
 		stdout, stderr, code := tracesRunBinary(t, bin, "--oneshot", "--claude.dir="+dir,
-			"--traces.exporter=otlp", "--otlp.endpoint="+c.Endpoint(), "--otlp.insecure")
+			"--traces.exporter=otlp", "--traces.since=0", "--otlp.endpoint="+c.Endpoint(), "--otlp.insecure")
 		elapsed += time.Since(start)
 		if code != 0 {
 			t.Fatalf("%s: exit %d\n%s", dir, code, stderr)
@@ -112,7 +112,7 @@ func TestOneshotToCollector(t *testing.T) {
 
 	// Every tree in one run, to a fresh collector: the end-to-end rate.
 	c2 := testbackend.StartCollector(t)
-	args := []string{"--oneshot", "--traces.exporter=otlp", "--otlp.endpoint=" + c2.Endpoint(), "--otlp.insecure"}
+	args := []string{"--oneshot", "--traces.exporter=otlp", "--traces.since=0", "--otlp.endpoint=" + c2.Endpoint(), "--otlp.insecure"}
 	for _, dir := range tracesTrees(t) {
 		args = append(args, "--claude.dir="+dir)
 	}
@@ -168,7 +168,7 @@ func TestOneshotTwiceSameSpans(t *testing.T) {
 	c := testbackend.StartCollector(t)
 	dir := filepath.Join(testbackend.CorpusDir(t), "spotter")
 	for range 2 {
-		if _, stderr, code := tracesRunBinary(t, bin, "--oneshot", "--claude.dir="+dir, "--traces.exporter=otlp",
+		if _, stderr, code := tracesRunBinary(t, bin, "--oneshot", "--claude.dir="+dir, "--traces.exporter=otlp", "--traces.since=0",
 			"--otlp.endpoint=http://"+c.Endpoint()); code != 0 {
 			t.Fatalf("exit %d\n%s", code, stderr)
 		}
@@ -202,7 +202,7 @@ func TestOneshotReceiverUnreachable(t *testing.T) {
 	endpoint := fmt.Sprintf("127.0.0.1:%d", testbackend.FreePort(t))
 	dir := filepath.Join(testbackend.CorpusDir(t), "spotter")
 	start := time.Now()
-	stdout, stderr, code := tracesRunBinary(t, bin, "--oneshot", "--claude.dir="+dir, "--traces.exporter=otlp",
+	stdout, stderr, code := tracesRunBinary(t, bin, "--oneshot", "--claude.dir="+dir, "--traces.exporter=otlp", "--traces.since=0",
 		"--otlp.endpoint="+endpoint, "--otlp.insecure", "--shutdown.timeout=1s")
 	took := time.Since(start)
 	if code == 0 {

@@ -47,6 +47,7 @@ func tracesOneshotStdout(t *testing.T, dir string, edit func(*daemon.Config)) ([
 	cfg.ClaudeDirs = []string{dir}
 	cfg.Oneshot = true
 	cfg.Traces.Exporter = "stdout"
+	cfg.Traces.Since = 0 // the corpus is older than the default window
 	if edit != nil {
 		edit(&cfg)
 	}

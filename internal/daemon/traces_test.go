@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -86,5 +87,52 @@ func TestTracesOffBuildsNothing(t *testing.T) {
 	st, err := buildTraces(context.Background(), &cfg, slog.New(slog.DiscardHandler), prom.NewSelf(prometheus.NewRegistry()), io.Discard, envOf(nil))
 	if err != nil || st != nil {
 		t.Errorf("auto without endpoint: %v %v", st, err)
+	}
+}
+
+func TestTraceWindowKeepsSessionsActiveSinceTheCutoff(t *testing.T) {
+	now := time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC)
+	span := func(id string) *spans.Span {
+		return &spans.Span{Attrs: []spans.Attr{spans.String(spans.AttrConversationID, id)}}
+	}
+	type seen struct {
+		id  string
+		age time.Duration
+	}
+	tests := []struct {
+		name  string
+		since time.Duration
+		seen  []seen
+		end   bool
+		keep  map[string]bool
+	}{
+		{"no window keeps all", 0, nil, false, map[string]bool{"a": true, "": true}},
+		{"a file modified in the window keeps its session", 7 * 24 * time.Hour,
+			[]seen{{"a", time.Hour}, {"b", 30 * 24 * time.Hour}}, false, map[string]bool{"a": true, "b": false, "c": false}},
+		{"one recent file of a session is enough", 7 * 24 * time.Hour,
+			[]seen{{"a", 30 * 24 * time.Hour}, {"a", 24 * time.Hour}}, false, map[string]bool{"a": true}},
+		{"the cutoff itself is in the window", 7 * 24 * time.Hour,
+			[]seen{{"a", 7 * 24 * time.Hour}}, false, map[string]bool{"a": true}},
+		{"a file of no known session marks nothing", 7 * 24 * time.Hour,
+			[]seen{{"", time.Hour}}, false, map[string]bool{"": false}},
+		{"after the backfill everything goes out", 7 * 24 * time.Hour,
+			[]seen{{"b", 30 * 24 * time.Hour}}, true, map[string]bool{"b": true, "c": true}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var w traceWindow
+			w.begin(tt.since, now)
+			for _, s := range tt.seen {
+				w.see(s.id, now.Add(-s.age))
+			}
+			if tt.end {
+				w.end()
+			}
+			for id, want := range tt.keep {
+				if got := w.keep(span(id)); got != want {
+					t.Errorf("keep(%q) = %v, want %v", id, got, want)
+				}
+			}
+		})
 	}
 }
