@@ -1,13 +1,18 @@
 // Command tailprobe measures a running exporter daemon: its idle CPU and
-// the latency from appending a transcript line to seeing it counted on
-// /metrics.
+// the latency from appending a request to a transcript to seeing it on the
+// token counter a user graphs.
 //
 //	tailprobe -addr 127.0.0.1:PORT -pid PID -dir CLAUDE_DIR [-idle 60s] [-appends 50]
 //
 // It waits for /-/ready, lets the daemon settle, reads utime+stime from
 // /proc/PID/stat over the idle window (nothing is scraped meanwhile), then
-// appends one line at a time to distinct transcript files under DIR and
-// polls /metrics until claude_transcript_exporter_lines_read_total grows.
+// appends one streamed request at a time to distinct transcript files under
+// DIR, as Claude Code writes one: a placeholder line (stop_reason null, one
+// output token), then, a moment later, the final line (stop_reason
+// "end_turn", the final usage). From the final line's write it polls
+// /metrics until claude_transcript_tokens_total{type="output"} (summed over
+// models and projects) has grown by the request's output tokens, and also
+// notes when claude_transcript_exporter_lines_read_total saw the line.
 // Results are printed as key=value lines for bench/run.sh.
 package main
 
@@ -44,6 +49,7 @@ func main() {
 	appends := flag.Int("appends", 50, "appended lines (0 skips)")
 	pollEvery := flag.Duration("poll", 5*time.Millisecond, "how often /metrics is polled after an append")
 	timeout := flag.Duration("timeout", 15*time.Second, "give up on one append after this long")
+	gap := flag.Duration("gap", 50*time.Millisecond, "time between a request's placeholder line and its final line")
 	clkTck := flag.Int("clk-tck", 100, "clock ticks per second of /proc/PID/stat (getconf CLK_TCK)")
 	flag.Parse()
 	if *addr == "" || *pid == 0 || *dir == "" {
@@ -112,30 +118,47 @@ func main() {
 	if err != nil {
 		fatal(err)
 	}
-	var lat []float64
+	var lat, linesLat []float64
 	timeouts := 0
 	for i, f := range files {
 		time.Sleep(time.Duration(100+mrand.IntN(200)) * time.Millisecond) // off any tick phase
+		sess := sessionOf(f)
+		msgID := "msg_probe_" + uuid()
+		out := 100 + i // the final line's output tokens
+		if err := appendLines(f, requestLine(sess, msgID, 1, "")); err != nil {
+			fatal(err)
+		}
+		time.Sleep(*gap) // the response streams
 		body, err := scrape(client, base)
 		if err != nil {
 			fatal(err)
 		}
-		before, ok := metric(body, linesMetric)
+		beforeTokens := outputTokens(body)
+		beforeLines, ok := metric(body, linesMetric)
 		if !ok {
 			fatal(fmt.Errorf("%s not on /metrics", linesMetric))
 		}
 		start := time.Now()
-		if err := appendLine(f, i); err != nil {
+		if err := appendLines(f, requestLine(sess, msgID, out, "end_turn")); err != nil {
 			fatal(err)
 		}
 		seen := false
+		var linesAt time.Duration
 		for time.Since(start) < *timeout {
 			body, err := scrape(client, base)
 			if err != nil {
 				fatal(err)
 			}
-			if v, _ := metric(body, linesMetric); v > before {
+			if v, _ := metric(body, linesMetric); linesAt == 0 && v > beforeLines {
+				linesAt = time.Since(start)
+			}
+			// The placeholder may or may not have been counted when the
+			// final line arrives: either way the counter ends at +out.
+			if outputTokens(body) >= beforeTokens+float64(out)-1 {
 				seen = true
+				if linesAt == 0 {
+					linesAt = time.Since(start)
+				}
 				break
 			}
 			time.Sleep(*pollEvery)
@@ -145,13 +168,36 @@ func main() {
 			continue
 		}
 		lat = append(lat, float64(time.Since(start).Microseconds())/1000)
+		linesLat = append(linesLat, float64(linesAt.Microseconds())/1000)
 	}
 	sort.Float64s(lat)
+	sort.Float64s(linesLat)
 	fmt.Printf("appends=%d\nappend_timeouts=%d\n", len(files), timeouts)
 	if len(lat) > 0 {
 		fmt.Printf("append_p50_ms=%.1f\nappend_p99_ms=%.1f\nappend_max_ms=%.1f\nappend_min_ms=%.1f\n",
 			quantile(lat, 0.50), quantile(lat, 0.99), lat[len(lat)-1], lat[0])
+		fmt.Printf("lines_p50_ms=%.1f\nlines_p99_ms=%.1f\n", quantile(linesLat, 0.50), quantile(linesLat, 0.99))
 	}
+}
+
+// outputTokens sums claude_transcript_tokens_total{type="output"} over
+// its other labels.
+func outputTokens(body []byte) float64 {
+	var sum float64
+	sc := bufio.NewScanner(bytes.NewReader(body))
+	sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if !strings.HasPrefix(line, "claude_transcript_tokens_total{") || !strings.Contains(line, `type="output"`) {
+			continue
+		}
+		if i := strings.LastIndexByte(line, ' '); i > 0 {
+			if v, err := strconv.ParseFloat(line[i+1:], 64); err == nil {
+				sum += v
+			}
+		}
+	}
+	return sum
 }
 
 func fatal(err error) {
@@ -300,21 +346,33 @@ func endsWithNewline(p string) bool {
 
 var sessionRE = regexp.MustCompile(`"sessionId":"([^"]+)"`)
 
-// appendLine appends a user line of the file's own session, in one write.
-func appendLine(p string, i int) error {
-	sess := "bench-probe"
+// sessionOf is the session id of a transcript's last record.
+func sessionOf(p string) string {
 	if b, err := tail(p, 64<<10); err == nil {
 		if m := sessionRE.FindAllSubmatch(b, -1); len(m) > 0 {
-			sess = string(m[len(m)-1][1])
+			return string(m[len(m)-1][1])
 		}
 	}
-	line := fmt.Sprintf(`{"type":"user","isSidechain":false,"userType":"external","uuid":"%s","parentUuid":null,"sessionId":"%s","timestamp":"%s","message":{"role":"user","content":"bench append probe %d"}}`+"\n",
-		uuid(), sess, time.Now().UTC().Format("2006-01-02T15:04:05.000Z"), i)
+	return "bench-probe"
+}
+
+// requestLine is one line of a streamed request: stop "" writes null.
+func requestLine(sess, msgID string, out int, stop string) string {
+	stopJSON := "null"
+	if stop != "" {
+		stopJSON = strconv.Quote(stop)
+	}
+	return fmt.Sprintf(`{"type":"assistant","isSidechain":false,"userType":"external","uuid":"%s","parentUuid":null,"sessionId":"%s","timestamp":"%s","message":{"id":"%s","type":"message","role":"assistant","model":"claude-sonnet-4-5","content":[{"type":"text","text":"probe"}],"stop_reason":%s,"usage":{"input_tokens":3,"output_tokens":%d}}}`+"\n",
+		uuid(), sess, time.Now().UTC().Format("2006-01-02T15:04:05.000Z"), msgID, stopJSON, out)
+}
+
+// appendLines appends text to p in one write.
+func appendLines(p, text string) error {
 	f, err := os.OpenFile(p, os.O_WRONLY|os.O_APPEND, 0)
 	if err != nil {
 		return err
 	}
-	if _, err := f.WriteString(line); err != nil {
+	if _, err := f.WriteString(text); err != nil {
 		f.Close()
 		return err
 	}

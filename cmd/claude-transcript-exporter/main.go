@@ -54,6 +54,8 @@ func run(args []string) int {
 	intFlag(app, "tail.backfill-group-bytes", "How much history the backfill reads between two settles: memory holds the open state of one such group.", &cfg.GroupBytes)
 	durationFlag(app, "tail.rescan-interval", "How often the Claude dirs are walked for new and changed files (the safety net for lost notifications; with --tail.poll-only, how soon new files are found).", &cfg.RescanInterval)
 	durationFlag(app, "tail.poll-interval", "How often known files are checked for new lines.", &cfg.PollInterval)
+	durationFlag(app, "tail.settle", "How long a request whose lines carry no stop reason waits for another line before it is counted; "+
+		"a line with a stop reason counts its request at once.", &cfg.Settle)
 	app.Flag("tail.poll-only", "Do not use file system notifications (NFS, FUSE, Docker Desktop mounts).").BoolVar(&cfg.PollOnly)
 	enumFlag(app, "metrics.project-label", "Project label: none, basename (of the session's working directory) or path (full path).", &cfg.ProjectLabel, "none", "basename", "path")
 	app.Flag("pricing.file", "JSON price table replacing the embedded one (same format as mapping/metrics/prices.json).").StringVar(&cfg.PricingFile)

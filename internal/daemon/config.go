@@ -11,6 +11,7 @@ import (
 
 	"github.com/claude-transcript-exporter/claude-transcript-exporter/internal/discover"
 	"github.com/claude-transcript-exporter/claude-transcript-exporter/mapping/metrics"
+	"github.com/claude-transcript-exporter/claude-transcript-exporter/mapping/session"
 	"github.com/claude-transcript-exporter/claude-transcript-exporter/mapping/transcript"
 )
 
@@ -43,6 +44,10 @@ type Config struct {
 	RescanInterval time.Duration // --tail.rescan-interval
 	PollOnly       bool          // --tail.poll-only
 	PollInterval   time.Duration // --tail.poll-interval
+	// Settle is how long a request whose lines carry no stop reason waits
+	// for another line before it is counted (--tail.settle); a line with a
+	// stop reason counts its request at once.
+	Settle time.Duration
 
 	ProjectLabel string        // --metrics.project-label
 	PricingFile  string        // --pricing.file
@@ -95,6 +100,7 @@ func NewConfig() Config {
 		GroupBytes:         DefaultGroupBytes,
 		RescanInterval:     discover.DefaultRescanInterval,
 		PollInterval:       time.Second,
+		Settle:             session.DefaultSettle,
 		ProjectLabel:       string(metrics.ProjectBasename),
 		ActiveWindow:       5 * time.Minute,
 		IdleTimeout:        30 * time.Minute,
@@ -196,6 +202,9 @@ func (c *Config) Validate() error {
 	}
 	if c.PollInterval < 10*time.Millisecond {
 		return fmt.Errorf("--tail.poll-interval: %s is below 10ms", c.PollInterval)
+	}
+	if c.Settle < 10*time.Millisecond || c.Settle > 24*time.Hour {
+		return fmt.Errorf("--tail.settle: %s is outside 10ms..24h", c.Settle)
 	}
 	if _, err := metrics.ParseProjectLabel(c.ProjectLabel); err != nil {
 		return fmt.Errorf("--metrics.project-label: %w", err)

@@ -85,7 +85,7 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger, stdout io.Writer)
 		KeepToolIO:   cfg.Traces.Captures(CaptureTools),
 		MaxKeepBytes: cfg.Traces.CaptureMaxBytes,
 	}
-	asm := session.New(session.Config{IdleTimeout: cfg.IdleTimeout}, session.Fanout(sinks))
+	asm := session.New(session.Config{Settle: cfg.Settle, IdleTimeout: cfg.IdleTimeout}, session.Fanout(sinks))
 	rd := newReader(&cfg, logger.With("component", "reader"), self, asm, decOpts, now)
 	stats := &statsPublisher{self: self}
 
@@ -102,7 +102,7 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger, stdout io.Writer)
 		}
 		// What is read is complete: settle it group by group, so that
 		// memory holds one group's open state, not the history's.
-		rd.between = func() { asm.FlushHistory(now().Add(session.DefaultSettle)) }
+		rd.between = func() { asm.FlushHistory(now()) }
 		rd.readFiles(files, true)
 		asm.Flush(now(), true)
 		stats.publish(asm.Stats())
@@ -180,10 +180,10 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger, stdout io.Writer)
 	// on and at its end (a request being streamed right now may be
 	// counted before its last line; it then grows by the difference).
 	start := now()
-	rd.between = func() { asm.FlushHistory(now().Add(session.DefaultSettle)) }
+	rd.between = func() { asm.FlushHistory(now()) }
 	fl.rescan()
 	rd.between = nil
-	asm.Flush(now().Add(session.DefaultSettle), false)
+	asm.FlushRead(now())
 	if traces != nil {
 		traces.window.end()
 	}

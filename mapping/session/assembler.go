@@ -11,9 +11,11 @@ import (
 
 // Config tunes the assembler. Zero values take defaults.
 type Config struct {
-	// Settle is how long a request must go without a new line before a
-	// non-final Flush emits it: a response is written as several lines,
-	// and the labels (model, stop reason) come from the best one.
+	// Settle is how long a request without a stop reason must go without
+	// a new line before a non-final Flush emits it: a response is written
+	// as several lines, and the labels (model, stop reason) come from the
+	// best one. A request whose line carries a stop reason is complete: the
+	// next Flush emits it at once (later copies still grow it).
 	Settle time.Duration
 	// IdleTimeout closes a session (open turn, unanswered tools, its
 	// subagents) after this long without a record, on a non-final Flush.
@@ -157,6 +159,9 @@ type reqState struct {
 	start     time.Time
 	end       time.Time
 	lastSeen  time.Time
+	// complete is set by a line with a stop reason: the response has
+	// ended, so the request need not wait for the settle time.
+	complete  bool
 	interrupt bool
 	toolIDs   []string
 	text      string
@@ -471,6 +476,7 @@ func (a *Assembler) assistant(c *ctxState, r *transcript.Record, now time.Time) 
 			}
 		}
 		st.lastSeen = now
+		st.complete = st.complete || m.StopReason != ""
 		if m.Text != "" {
 			st.text = joinCapped(st.text, m.Text)
 		}
@@ -506,6 +512,7 @@ func (a *Assembler) assistant(c *ctxState, r *transcript.Record, now time.Time) 
 		}
 		st.model, st.stop, st.usage, st.requestID = m.Model, m.StopReason, m.Usage, r.RequestID
 		st.lastSeen = now
+		st.complete = m.StopReason != ""
 		st.text, st.thinking = m.Text, m.Thinking
 		where = st.where
 		a.requests[m.ID] = st
@@ -789,12 +796,25 @@ func (a *Assembler) Flush(now time.Time, final bool) { a.flush(now, final, false
 // project (working directory) is not known yet, since a file read later
 // (a legacy subagent transcript) may tell it; those drop their reading
 // contexts once a whole group goes by without them.
+// Every request read so far is complete (the history is on disk), so
+// none waits for the settle time.
 func (a *Assembler) FlushHistory(now time.Time) { a.flush(now, false, true) }
+
+// FlushRead is a non-final Flush after the history has been read: every
+// request read so far is emitted without waiting for the settle time (what
+// was on disk is complete; a request being streamed right now then grows
+// by the difference), and sessions close on the usual idle rule.
+func (a *Assembler) FlushRead(now time.Time) {
+	for _, st := range a.requests {
+		st.complete = true
+	}
+	a.flush(now, false, false)
+}
 
 func (a *Assembler) flush(now time.Time, final, history bool) {
 	var ready []*reqState
 	for _, st := range a.requests {
-		if final || now.Sub(st.lastSeen) >= a.cfg.Settle {
+		if final || history || st.complete || now.Sub(st.lastSeen) >= a.cfg.Settle {
 			ready = append(ready, st)
 		}
 	}

@@ -155,35 +155,70 @@ func TestRequestTimesAndToolUseIDs(t *testing.T) {
 	}
 }
 
-// TestSettleEmitsOnNonFinalFlush pins Config.Settle: a non-final Flush
-// emits a request only once it has had no new line for Settle; a final
-// Flush emits everything.
+// TestSettleEmitsOnNonFinalFlush pins when a request is emitted: a line
+// with a stop reason completes it, so the next Flush emits it at once; a
+// request whose lines carry no stop reason (a placeholder still streaming,
+// gateways, older versions) waits until it has had no new line for Settle;
+// a final Flush emits everything.
 func TestSettleEmitsOnNonFinalFlush(t *testing.T) {
 	tests := []struct {
 		name    string
+		stop    string        // stop reason of the last line
 		flushAt time.Duration // after the last line was processed
 		final   bool
 		want    int
 	}{
-		{"not settled yet", 2 * time.Second, false, 0},
-		{"settled exactly", 3 * time.Second, false, 1},
-		{"long settled", time.Minute, false, 1},
-		{"final flush does not wait", 0, true, 1},
+		{"stop reason: emitted at once", "end_turn", 0, false, 1},
+		{"stop reason tool_use: emitted at once", "tool_use", 0, false, 1},
+		{"no stop reason: not settled yet", "", 2 * time.Second, false, 0},
+		{"no stop reason: settled exactly", "", 3 * time.Second, false, 1},
+		{"no stop reason: long settled", "", time.Minute, false, 1},
+		{"final flush does not wait", "", 0, true, 1},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFeeder(t, Config{Settle: 3 * time.Second})
 			f.add(sessionPath(sessA), at(100), U{UUID: "u1", Sec: 0, Text: "hi"}.String())
 			f.add(sessionPath(sessA), at(101), A{UUID: "a1", Parent: "u1", Sec: 1, Msg: "msg_1", In: 3, Out: 1}.String())
-			f.add(sessionPath(sessA), at(102), A{UUID: "a2", Parent: "a1", Sec: 2, Msg: "msg_1", In: 3, Out: 50, Stop: "end_turn"}.String())
+			f.flush(at(101), false)
+			if len(f.log.requests) != 0 {
+				t.Fatalf("a placeholder line without stop reason was emitted at once")
+			}
+			f.add(sessionPath(sessA), at(102), A{UUID: "a2", Parent: "a1", Sec: 2, Msg: "msg_1", In: 3, Out: 50, Stop: tc.stop}.String())
 			f.flush(at(102).Add(tc.flushAt), tc.final)
 			if len(f.log.requests) != tc.want {
 				t.Fatalf("requests emitted %d, want %d", len(f.log.requests), tc.want)
 			}
-			if tc.want == 1 && f.log.requests[0].Tokens.Output != 50 {
-				t.Errorf("emitted output %d, want 50 (the best line so far)", f.log.requests[0].Tokens.Output)
+			if tc.want == 1 && (f.log.requests[0].Tokens.Output != 50 || f.log.requests[0].StopReason != tc.stop) {
+				t.Errorf("emitted output %d stop %q, want 50 %q (the best line so far)",
+					f.log.requests[0].Tokens.Output, f.log.requests[0].StopReason, tc.stop)
 			}
 		})
+	}
+}
+
+// TestCompleteRequestGrowsWithALaterBetterCopy: a request emitted at its
+// stop reason still grows by the difference when a better copy of the same
+// message arrives later, and a tool_use on a later line of the message
+// becomes a tool call under it.
+func TestCompleteRequestGrowsWithALaterBetterCopy(t *testing.T) {
+	f := newFeeder(t, Config{Settle: time.Hour})
+	f.add(sessionPath(sessA), at(100), U{UUID: "u1", Sec: 0, Text: "hi"}.String())
+	f.add(sessionPath(sessA), at(101), A{UUID: "a1", Parent: "u1", Sec: 1, Msg: "msg_1", In: 3, Out: 40, Stop: "tool_use"}.String())
+	f.flush(at(101), false)
+	if len(f.log.requests) != 1 || f.log.requests[0].Tokens.Output != 40 {
+		t.Fatalf("requests %+v, want one with 40 output tokens at once", f.log.requests)
+	}
+	f.add(sessionPath(sessA), at(102), A{UUID: "a2", Parent: "a1", Sec: 2, Msg: "msg_1", In: 3, Out: 55, Stop: "tool_use",
+		Blocks: blocks(toolUseB("toolu_late", "Bash", ""))}.String())
+	f.flush(at(102), false)
+	if len(f.log.updates) != 1 || f.log.updates[0].Delta.Output != 15 {
+		t.Errorf("updates %+v, want one of +15 output tokens", f.log.updates)
+	}
+	f.add(sessionPath(sessA), at(103), U{UUID: "u2", Parent: "a2", Sec: 3, Blocks: blocks(toolResultB("toolu_late", false))}.String())
+	f.flush(at(103), true)
+	if len(f.log.tools) != 1 || f.log.tools[0].MessageID != "msg_1" {
+		t.Errorf("tools %+v, want toolu_late under msg_1", f.log.tools)
 	}
 }
 

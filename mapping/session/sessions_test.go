@@ -101,7 +101,9 @@ func TestSessionUnits(t *testing.T) {
 func idleSession(session string, sec int) []string {
 	return []string{
 		U{UUID: session + "-u1", Session: session, Sec: sec, Text: "Run the migration."}.String(),
-		A{UUID: session + "-a1", Parent: session + "-u1", Session: session, Sec: sec + 1, Msg: "msg_" + session, Out: 80, Stop: "tool_use", Blocks: blocks(toolUseB("toolu_"+session, "Bash", ""))}.String(),
+		// No stop reason (a response cut off mid-stream): the request waits
+		// for the settle time or the session's close.
+		A{UUID: session + "-a1", Parent: session + "-u1", Session: session, Sec: sec + 1, Msg: "msg_" + session, Out: 80, Blocks: blocks(toolUseB("toolu_"+session, "Bash", ""))}.String(),
 	}
 }
 
