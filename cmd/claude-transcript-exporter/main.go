@@ -5,6 +5,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/signal"
@@ -48,6 +49,7 @@ func run(args []string) int {
 		Default(defaults...).IsSetByUser(&claudeDirSet).StringsVar(&cfg.ClaudeDirs)
 	webFlags := kingpinflag.AddFlags(app, cfg.WebListenAddresses[0])
 	app.Flag("web.telemetry-path", "Path under which to expose metrics.").Default(cfg.TelemetryPath).StringVar(&cfg.TelemetryPath)
+	app.Flag("web.enable-pprof", "Serve Go runtime profiles under /debug/pprof/ (and link them from the landing page).").BoolVar(&cfg.WebEnablePprof)
 	app.Flag("oneshot", "Read every transcript once, export its spans, print the metrics exposition to stdout and exit.").BoolVar(&cfg.Oneshot)
 	app.Flag("oneshot.metrics-file", "With --oneshot, write the exposition to this file instead of stdout (e.g. for node_exporter's textfile collector, or to keep stdout pure OTLP JSON with --traces.exporter=stdout).").StringVar(&cfg.OneshotMetricsFile)
 	intFlag(app, "tail.max-line-bytes", "Longest transcript line read; longer lines are counted as too_long and skipped.", &cfg.MaxLineBytes)
@@ -90,6 +92,7 @@ func run(args []string) int {
 	cfg.ClaudeDirsDefault = !claudeDirSet
 	cfg.WebListenAddresses = *webFlags.WebListenAddresses
 	cfg.WebConfigFile = *webFlags.WebConfigFile
+	cfg.WebSystemdSocket = *webFlags.WebSystemdSocket
 	if *capture != "" {
 		for _, k := range strings.Split(*capture, ",") {
 			if k = strings.TrimSpace(k); k != "" {
@@ -109,6 +112,10 @@ func run(args []string) int {
 	defer stop()
 	if err := daemon.Run(ctx, cfg, logger, os.Stdout); err != nil {
 		fmt.Fprintf(os.Stderr, "%s: error: %s\n", name, err)
+		var start *daemon.StartError
+		if errors.As(err, &start) {
+			return 2
+		}
 		return 1
 	}
 	return 0

@@ -216,6 +216,7 @@ type Self struct {
 	UnknownRecords     *prometheus.CounterVec
 	UnknownFields      prometheus.Counter
 	InvalidUsage       *prometheus.CounterVec
+	FilesSkipped       *prometheus.CounterVec
 	SpansExported      prometheus.Counter
 	SpansFailed        prometheus.Counter
 	SpansPending       prometheus.Gauge
@@ -250,6 +251,8 @@ func NewSelf(reg prometheus.Registerer) *Self {
 			Help: "Top-level fields this exporter does not know (read and ignored)."}),
 		InvalidUsage: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "invalid_usage_total",
 			Help: "Lines whose token usage was rejected and not counted, by reason (negative, too_large: over 100,000,000, not_integer)."}, []string{"reason"}),
+		FilesSkipped: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "files_skipped_total",
+			Help: "Paths matching a transcript name that were not read because they are not regular files, by kind (fifo, device, socket, directory, irregular); once per path."}, []string{"kind"}),
 		SpansExported: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "spans_exported_total",
 			Help: "Spans acknowledged by the OTLP receiver."}),
 		SpansFailed: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "spans_failed_total",
@@ -280,7 +283,7 @@ func NewSelf(reg prometheus.Registerer) *Self {
 		SpansBeforeWindow: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "spans_before_window_total",
 			Help: "Spans not exported because their session had no activity within --traces.since before start (its metrics count)."}),
 	}
-	reg.MustRegister(s.FilesWatched, s.LinesRead, s.BytesRead, s.DecodeErrors, s.UnknownRecords, s.UnknownFields, s.InvalidUsage,
+	reg.MustRegister(s.FilesWatched, s.LinesRead, s.BytesRead, s.DecodeErrors, s.UnknownRecords, s.UnknownFields, s.InvalidUsage, s.FilesSkipped,
 		s.SpansExported, s.SpansFailed, s.SpansPending, s.SpoolSpans, s.LastExport, s.TailLag, s.BackfillDone, s.BackfillSeconds,
 		s.StateFileAge, s.DuplicateLines, s.OrphanToolResults, s.ClampedTimes, s.AssistantWithoutID,
 		s.SpansBeforeWindow, versioncollector.NewCollector(Namespace+"_exporter"))
@@ -289,6 +292,9 @@ func NewSelf(reg prometheus.Registerer) *Self {
 	}
 	for _, p := range transcript.UsageProblems() {
 		s.InvalidUsage.WithLabelValues(string(p))
+	}
+	for _, k := range []string{"fifo", "device", "socket", "directory", "irregular"} {
+		s.FilesSkipped.WithLabelValues(k)
 	}
 	return s
 }

@@ -10,9 +10,11 @@ import (
 	"time"
 
 	"github.com/claude-transcript-exporter/claude-transcript-exporter/internal/discover"
+	"github.com/claude-transcript-exporter/claude-transcript-exporter/internal/safefile"
 	"github.com/claude-transcript-exporter/claude-transcript-exporter/mapping/metrics"
 	"github.com/claude-transcript-exporter/claude-transcript-exporter/mapping/session"
 	"github.com/claude-transcript-exporter/claude-transcript-exporter/mapping/transcript"
+	"github.com/prometheus/exporter-toolkit/web"
 )
 
 // Config is everything the daemon needs. NewConfig gives the defaults;
@@ -27,6 +29,8 @@ type Config struct {
 
 	WebListenAddresses []string // --web.listen-address
 	WebConfigFile      string   // --web.config.file
+	WebSystemdSocket   bool     // --web.systemd-socket: serve on the sockets systemd passes
+	WebEnablePprof     bool     // --web.enable-pprof: serve /debug/pprof/ (off: no profiling endpoints)
 	TelemetryPath      string   // --web.telemetry-path
 
 	// Oneshot reads every file once, prints the exposition to Stdout,
@@ -85,6 +89,13 @@ type TracesConfig struct {
 	// next to the state file; no spool without a state file.
 	SpoolDir string
 }
+
+// Caps on the files flags name: they are read whole, so a runaway file
+// (or /dev/zero, refused anyway as not regular) cannot grow memory.
+const (
+	MaxWebConfigBytes = 1 << 20
+	MaxPricingBytes   = 4 << 20
+)
 
 // DefaultTracesSince is the default --traces.since: a week of sessions,
 // which deploy/tempo/tempo.yaml is set to find and keep.
@@ -209,8 +220,23 @@ func (c *Config) Validate() error {
 	if _, err := metrics.ParseProjectLabel(c.ProjectLabel); err != nil {
 		return fmt.Errorf("--metrics.project-label: %w", err)
 	}
+	if c.WebConfigFile != "" {
+		// Read through safefile first: the toolkit would block on a FIFO
+		// and read /dev/zero forever.
+		if _, err := safefile.ReadFile(c.WebConfigFile, MaxWebConfigBytes); err != nil {
+			return fmt.Errorf("--web.config.file: %w", err)
+		}
+		if err := web.Validate(c.WebConfigFile); err != nil {
+			return fmt.Errorf("--web.config.file: %s: %w", c.WebConfigFile, err)
+		}
+	}
+	if c.StateFile != "" {
+		if st, err := os.Stat(c.StateFile); err == nil && !st.Mode().IsRegular() {
+			return fmt.Errorf("--state.file: %s: %w (%s)", c.StateFile, safefile.ErrNotRegular, safefile.Kind(st.Mode()))
+		}
+	}
 	if c.PricingFile != "" {
-		b, err := os.ReadFile(c.PricingFile)
+		b, err := safefile.ReadFile(c.PricingFile, MaxPricingBytes)
 		if err != nil {
 			return fmt.Errorf("--pricing.file: %w", err)
 		}

@@ -7,7 +7,6 @@ import (
 	"io"
 	"io/fs"
 	"log/slog"
-	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -17,14 +16,12 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/version"
-	"github.com/prometheus/exporter-toolkit/web"
 
 	"github.com/claude-transcript-exporter/claude-transcript-exporter/exporter/prom"
 	"github.com/claude-transcript-exporter/claude-transcript-exporter/internal/checkpoint"
 	"github.com/claude-transcript-exporter/claude-transcript-exporter/internal/discover"
+	"github.com/claude-transcript-exporter/claude-transcript-exporter/internal/safefile"
 	"github.com/claude-transcript-exporter/claude-transcript-exporter/mapping/metrics"
 	"github.com/claude-transcript-exporter/claude-transcript-exporter/mapping/session"
 	"github.com/claude-transcript-exporter/claude-transcript-exporter/mapping/transcript"
@@ -38,7 +35,7 @@ import (
 // Stdout receives the exposition of a one-shot run.
 func Run(ctx context.Context, cfg Config, logger *slog.Logger, stdout io.Writer) error {
 	if err := cfg.Validate(); err != nil {
-		return err
+		return &StartError{err}
 	}
 	now := time.Now
 	for _, d := range cfg.ClaudeDirs {
@@ -56,7 +53,7 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger, stdout io.Writer)
 	self := prom.NewSelf(reg)
 	prices := metrics.DefaultPrices()
 	if cfg.PricingFile != "" {
-		b, err := os.ReadFile(cfg.PricingFile)
+		b, err := safefile.ReadFile(cfg.PricingFile, MaxPricingBytes)
 		if err != nil {
 			return fmt.Errorf("--pricing.file: %w", err)
 		}
@@ -123,6 +120,13 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger, stdout io.Writer)
 		return exportErr
 	}
 
+	// Bind the web listeners now: a busy address fails at start, before
+	// the state is loaded and the history read.
+	listeners, err := listen(&cfg)
+	if err != nil {
+		return err
+	}
+
 	// Durable state: counters, dedup state and file watermarks from the
 	// last run, so that nothing is counted twice and nothing is lost.
 	st := &stateKeeper{cfg: &cfg, log: logger.With("component", "state"), self: self}
@@ -152,7 +156,7 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger, stdout io.Writer)
 
 	// Serve.
 	var ready atomic.Bool
-	srv, srvErr := serve(&cfg, logger.With("component", "web"), reg, &ready)
+	srv, srvErr := serve(&cfg, logger.With("component", "web"), reg, &ready, listeners)
 	defer func() {
 		sctx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
 		defer cancel()
@@ -308,51 +312,6 @@ func writeInPlace(path string, g prometheus.Gatherer) error {
 		return err
 	}
 	return f.Close()
-}
-
-// serve starts the HTTP server with the landing page, metrics and health
-// endpoints. Errors from listening arrive on the returned channel.
-func serve(cfg *Config, logger *slog.Logger, reg *prometheus.Registry, ready *atomic.Bool) (*http.Server, <-chan error) {
-	mux := http.NewServeMux()
-	mux.Handle(cfg.TelemetryPath, promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
-	mux.HandleFunc("/-/healthy", func(w http.ResponseWriter, _ *http.Request) {
-		w.WriteHeader(http.StatusOK)
-		_, _ = io.WriteString(w, "Healthy.\n")
-	})
-	mux.HandleFunc("/-/ready", func(w http.ResponseWriter, _ *http.Request) {
-		if !ready.Load() {
-			w.WriteHeader(http.StatusServiceUnavailable)
-			_, _ = io.WriteString(w, "Reading the transcripts present at start.\n")
-			return
-		}
-		w.WriteHeader(http.StatusOK)
-		_, _ = io.WriteString(w, "Ready.\n")
-	})
-	if cfg.TelemetryPath != "/" {
-		landing, err := web.NewLandingPage(web.LandingConfig{
-			Name:        "Claude Transcript Exporter",
-			Description: "Prometheus metrics and OpenTelemetry traces from Claude Code transcripts",
-			Version:     version.Info(),
-			Links: []web.LandingLinks{
-				{Address: cfg.TelemetryPath, Text: "Metrics"},
-				{Address: "/-/healthy", Text: "Health"},
-				{Address: "/-/ready", Text: "Readiness"},
-			},
-		})
-		if err == nil {
-			mux.Handle("/", landing)
-		}
-	}
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-	errCh := make(chan error, 1)
-	systemd := false
-	flags := &web.FlagConfig{WebListenAddresses: &cfg.WebListenAddresses, WebSystemdSocket: &systemd, WebConfigFile: &cfg.WebConfigFile}
-	go func() {
-		if err := web.ListenAndServe(srv, flags, logger); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			errCh <- fmt.Errorf("--web.listen-address: %w", err)
-		}
-	}()
-	return srv, errCh
 }
 
 // scanOnce finds every transcript once (one-shot runs: no watches).

@@ -15,6 +15,7 @@ import (
 	"github.com/claude-transcript-exporter/claude-transcript-exporter/exporter/prom"
 	"github.com/claude-transcript-exporter/claude-transcript-exporter/internal/checkpoint"
 	"github.com/claude-transcript-exporter/claude-transcript-exporter/internal/discover"
+	"github.com/claude-transcript-exporter/claude-transcript-exporter/internal/safefile"
 	"github.com/claude-transcript-exporter/claude-transcript-exporter/internal/tail"
 	"github.com/claude-transcript-exporter/claude-transcript-exporter/mapping/session"
 	"github.com/claude-transcript-exporter/claude-transcript-exporter/mapping/transcript"
@@ -43,6 +44,9 @@ type fileState struct {
 	// warnedUsage says a rejected usage in this file was logged (once
 	// per file; the rest are only counted).
 	warnedUsage bool
+	// skipped says the path was found not to be a regular file (counted
+	// and logged once).
+	skipped bool
 }
 
 // reader owns the files and feeds their lines to the assembler. It runs
@@ -188,6 +192,10 @@ type subagentMeta struct {
 	ToolUseID   string `json:"toolUseId"`
 }
 
+// maxMetaBytes caps a subagent's .meta.json (a few hundred bytes in
+// practice).
+const maxMetaBytes = 1 << 20
+
 func (r *reader) readMeta(f *fileState) {
 	if f.metaRead {
 		return
@@ -197,9 +205,9 @@ func (r *reader) readMeta(f *fileState) {
 		f.metaRead = true
 		return
 	}
-	b, err := os.ReadFile(mp)
+	b, err := safefile.ReadFile(mp, maxMetaBytes)
 	if err != nil {
-		if errors.Is(err, fs.ErrNotExist) {
+		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, safefile.ErrNotRegular) || errors.Is(err, safefile.ErrTooLarge) {
 			f.metaRead = true
 		}
 		return

@@ -2,11 +2,13 @@ package daemon
 
 import (
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"runtime"
 	"sync"
 
+	"github.com/claude-transcript-exporter/claude-transcript-exporter/internal/safefile"
 	"github.com/claude-transcript-exporter/claude-transcript-exporter/internal/tail"
 	"github.com/claude-transcript-exporter/claude-transcript-exporter/mapping/session"
 	"github.com/claude-transcript-exporter/claude-transcript-exporter/mapping/transcript"
@@ -286,6 +288,32 @@ func (r *reader) readFiles(files []*fileState, atEOF bool) int {
 	return len(changed)
 }
 
+// openFailed reports a transcript that could not be opened. A path that is
+// not a regular file (a FIFO, a device, a socket) is never read: it is
+// counted by kind and logged once, and looked at again on later scans.
+func (r *reader) openFailed(f *fileState, err error) {
+	if errors.Is(err, fs.ErrNotExist) {
+		return
+	}
+	if !errors.Is(err, safefile.ErrNotRegular) {
+		r.log.Warn("open failed", "path", f.path, "err", err)
+		return
+	}
+	if f.skipped {
+		return
+	}
+	f.skipped = true
+	kind := "irregular"
+	if st, serr := os.Lstat(f.path); serr == nil {
+		kind = safefile.Kind(st.Mode())
+	}
+	if kind == "regular" || kind == "symlink" {
+		kind = "irregular"
+	}
+	r.self.FilesSkipped.WithLabelValues(kind).Inc()
+	r.log.Warn("not a regular file: not read", "path", f.path, "kind", kind)
+}
+
 // setStat keeps what the reader needs of a stat.
 func (f *fileState) setStat(st os.FileInfo) {
 	f.statted, f.id, f.size, f.mtime = true, idOf(st), st.Size(), st.ModTime()
@@ -304,18 +332,16 @@ func (r *reader) prepare(f *fileState) (*os.File, int64, int64) {
 	if !f.statted && !f.verify {
 		// Never read (the backfill's case): open it and stat the open
 		// file, one path lookup instead of two.
-		if fh, err = os.Open(f.path); err != nil {
-			if !errors.Is(err, fs.ErrNotExist) {
-				r.log.Warn("open failed", "path", f.path, "err", err)
-			}
-			return nil, 0, 0
-		}
-		if st, err = fh.Stat(); err != nil {
-			fh.Close()
+		if fh, st, err = safefile.Open(f.path); err != nil {
+			r.openFailed(f, err)
 			return nil, 0, 0
 		}
 	} else {
 		if st, err = os.Stat(f.path); err != nil {
+			return nil, 0, 0
+		}
+		if !st.Mode().IsRegular() {
+			r.openFailed(f, fmt.Errorf("%s: %w (%s)", f.path, safefile.ErrNotRegular, safefile.Kind(st.Mode())))
 			return nil, 0, 0
 		}
 		replaced = f.statted && !f.id.same(idOf(st))
@@ -323,11 +349,15 @@ func (r *reader) prepare(f *fileState) (*os.File, int64, int64) {
 			f.setStat(st)
 			return nil, 0, 0
 		}
-		if fh, err = os.Open(f.path); err != nil {
-			r.log.Warn("open failed", "path", f.path, "err", err)
+		// Opened without blocking and checked again on the handle: the
+		// path may have become a FIFO since the stat.
+		if fh, st, err = safefile.Open(f.path); err != nil {
+			r.openFailed(f, err)
 			return nil, 0, 0
 		}
+		replaced = replaced || (f.statted && !f.id.same(idOf(st)))
 	}
+	f.skipped = false
 	if !r.checkIdentity(f, fh, replaced) {
 		fh.Close()
 		return nil, 0, 0

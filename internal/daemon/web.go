@@ -1,0 +1,121 @@
+package daemon
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/pprof"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/coreos/go-systemd/v22/activation"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/prometheus/common/version"
+	"github.com/prometheus/exporter-toolkit/web"
+)
+
+// StartError is an error found before any work that a flag caused: main
+// exits 2 on it, as on a bad flag value. Its message names the flag.
+type StartError struct{ Err error }
+
+func (e *StartError) Error() string { return e.Err.Error() }
+func (e *StartError) Unwrap() error { return e.Err }
+
+// listen binds the web listeners before the backfill, so that a busy or bad
+// --web.listen-address (or missing systemd sockets) fails at start, not
+// after minutes of reading. With --web.systemd-socket the sockets come from
+// systemd (LISTEN_FDS); vsock:// addresses are left to the toolkit.
+func listen(cfg *Config) ([]net.Listener, error) {
+	if cfg.WebSystemdSocket {
+		ls, err := activation.Listeners()
+		if err != nil {
+			return nil, &StartError{fmt.Errorf("--web.systemd-socket: %w", err)}
+		}
+		var out []net.Listener
+		for _, l := range ls {
+			if l != nil {
+				out = append(out, l)
+			}
+		}
+		if len(out) == 0 {
+			return nil, &StartError{errors.New("--web.systemd-socket: systemd passed no listening socket (LISTEN_FDS); start from a .socket unit or drop the flag")}
+		}
+		return out, nil
+	}
+	var out []net.Listener
+	for _, addr := range cfg.WebListenAddresses {
+		if strings.HasPrefix(addr, "vsock://") {
+			return nil, &StartError{fmt.Errorf("--web.listen-address: %s: vsock is not supported", addr)}
+		}
+		l, err := net.Listen("tcp", addr)
+		if err != nil {
+			for _, o := range out {
+				o.Close()
+			}
+			return nil, &StartError{fmt.Errorf("--web.listen-address: %w", err)}
+		}
+		out = append(out, l)
+	}
+	return out, nil
+}
+
+// serve starts the HTTP server with the landing page, metrics and health
+// endpoints on listeners bound by listen. Errors from serving arrive on the
+// returned channel.
+func serve(cfg *Config, logger *slog.Logger, reg *prometheus.Registry, ready *atomic.Bool, listeners []net.Listener) (*http.Server, <-chan error) {
+	mux := http.NewServeMux()
+	mux.Handle(cfg.TelemetryPath, promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
+	mux.HandleFunc("/-/healthy", func(w http.ResponseWriter, _ *http.Request) {
+		w.WriteHeader(http.StatusOK)
+		_, _ = io.WriteString(w, "Healthy.\n")
+	})
+	mux.HandleFunc("/-/ready", func(w http.ResponseWriter, _ *http.Request) {
+		if !ready.Load() {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			_, _ = io.WriteString(w, "Reading the transcripts present at start.\n")
+			return
+		}
+		w.WriteHeader(http.StatusOK)
+		_, _ = io.WriteString(w, "Ready.\n")
+	})
+	profiling := "false"
+	if cfg.WebEnablePprof {
+		profiling = "true"
+		mux.HandleFunc("/debug/pprof/", pprof.Index)
+		mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+		mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	}
+	if cfg.TelemetryPath != "/" {
+		landing, err := web.NewLandingPage(web.LandingConfig{
+			Name:        "Claude Transcript Exporter",
+			Description: "Prometheus metrics and OpenTelemetry traces from Claude Code transcripts",
+			Version:     version.Info(),
+			Links: []web.LandingLinks{
+				{Address: cfg.TelemetryPath, Text: "Metrics"},
+				{Address: "/-/healthy", Text: "Health"},
+				{Address: "/-/ready", Text: "Readiness"},
+			},
+			// Its pprof links only when the handlers are there.
+			Profiling: profiling,
+		})
+		if err == nil {
+			mux.Handle("/", landing)
+		}
+	}
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	errCh := make(chan error, 1)
+	flags := &web.FlagConfig{WebListenAddresses: &cfg.WebListenAddresses, WebSystemdSocket: &cfg.WebSystemdSocket, WebConfigFile: &cfg.WebConfigFile}
+	go func() {
+		if err := web.ServeMultiple(listeners, srv, flags, logger); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			errCh <- fmt.Errorf("serving %s: %w", strings.Join(cfg.WebListenAddresses, ","), err)
+		}
+	}()
+	return srv, errCh
+}

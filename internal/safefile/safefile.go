@@ -1,0 +1,88 @@
+// Package safefile opens and reads the files the exporter is pointed at
+// without letting the file system hang or bloat it: only regular files are
+// read, they are opened without blocking (a FIFO with no writer, a device
+// or a socket at a transcript's path or named by a flag returns an error at
+// once instead of blocking open or read), and whole-file reads stop at a
+// size cap instead of growing without bound (/dev/zero, a runaway file).
+package safefile
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+)
+
+// ErrNotRegular is returned for a path that is not a regular file (a FIFO,
+// a device, a socket, a directory).
+var ErrNotRegular = errors.New("not a regular file")
+
+// ErrTooLarge is returned by ReadFile for a file larger than its cap.
+var ErrTooLarge = errors.New("file too large")
+
+// Open opens path for reading if it is a regular file. It never blocks on a
+// FIFO: the open is non-blocking where the platform allows it, and the open
+// handle's mode is checked before anything is read. The FileInfo is the
+// handle's (fstat), so it describes the file that was opened.
+func Open(path string) (*os.File, fs.FileInfo, error) {
+	f, err := openNonBlocking(path)
+	if err != nil {
+		// Some kinds cannot even be opened (a socket: ENXIO); say what it is.
+		if st, serr := os.Stat(path); serr == nil && !st.Mode().IsRegular() {
+			return nil, nil, fmt.Errorf("%s: %w (%s)", path, ErrNotRegular, Kind(st.Mode()))
+		}
+		return nil, nil, err
+	}
+	st, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, nil, err
+	}
+	if !st.Mode().IsRegular() {
+		f.Close()
+		return nil, nil, fmt.Errorf("%s: %w (%s)", path, ErrNotRegular, Kind(st.Mode()))
+	}
+	return f, st, nil
+}
+
+// ReadFile reads a whole regular file of at most maxBytes bytes.
+func ReadFile(path string, maxBytes int64) ([]byte, error) {
+	f, st, err := Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	if st.Size() > maxBytes {
+		return nil, fmt.Errorf("%s: %w: %d bytes, the limit is %d", path, ErrTooLarge, st.Size(), maxBytes)
+	}
+	// The size can change under us: never read past the cap.
+	b, err := io.ReadAll(io.LimitReader(f, maxBytes+1))
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(b)) > maxBytes {
+		return nil, fmt.Errorf("%s: %w: more than %d bytes", path, ErrTooLarge, maxBytes)
+	}
+	return b, nil
+}
+
+// Kind names a file mode's type for messages and metric labels: fifo,
+// device, socket, directory, symlink, irregular or regular.
+func Kind(m fs.FileMode) string {
+	switch {
+	case m.IsRegular():
+		return "regular"
+	case m&fs.ModeNamedPipe != 0:
+		return "fifo"
+	case m&(fs.ModeDevice|fs.ModeCharDevice) != 0:
+		return "device"
+	case m&fs.ModeSocket != 0:
+		return "socket"
+	case m.IsDir():
+		return "directory"
+	case m&fs.ModeSymlink != 0:
+		return "symlink"
+	}
+	return "irregular"
+}
