@@ -231,6 +231,9 @@ type Self struct {
 	ClampedTimes       prometheus.Counter
 	AssistantWithoutID prometheus.Counter
 	SpansBeforeWindow  prometheus.Counter
+	FilesReread        prometheus.Counter
+	StateWriteFailures prometheus.Counter
+	SpoolDropped       prometheus.Counter
 }
 
 // NewSelf creates the self-metrics and registers them, with build_info.
@@ -271,7 +274,7 @@ func NewSelf(reg prometheus.Registerer) *Self {
 		BackfillSeconds: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Subsystem: sub, Name: "backfill_duration_seconds",
 			Help: "How long reading the files present at start took."}),
 		StateFileAge: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Subsystem: sub, Name: "state_file_age_seconds",
-			Help: "Seconds since the state file was last written or found current (0 when state is disabled)."}),
+			Help: "Seconds since the state file was last written successfully or found current (0 when state is disabled)."}),
 		DuplicateLines: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "duplicate_request_lines_total",
 			Help: "Assistant lines of a request already seen (streamed lines, copies across files): deduplicated."}),
 		OrphanToolResults: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Subsystem: sub, Name: "orphan_tool_results",
@@ -282,11 +285,17 @@ func NewSelf(reg prometheus.Registerer) *Self {
 			Help: "Assistant lines without message.id (not counted as requests)."}),
 		SpansBeforeWindow: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "spans_before_window_total",
 			Help: "Spans not exported because their session had no activity within --traces.since before start (its metrics count)."}),
+		FilesReread: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "files_reread_total",
+			Help: "Times a followed file was read again from the start because it was replaced, truncated or rewritten in place (deduplicated: nothing counts twice)."}),
+		StateWriteFailures: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "state_write_failures_total",
+			Help: "State file writes that failed (the age keeps growing until one succeeds)."}),
+		SpoolDropped: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "spool_dropped_spans_total",
+			Help: "Spans dropped from the on-disk spool, oldest first, to keep it under --otlp.spool-max-bytes."}),
 	}
 	reg.MustRegister(s.FilesWatched, s.LinesRead, s.BytesRead, s.DecodeErrors, s.UnknownRecords, s.UnknownFields, s.InvalidUsage, s.FilesSkipped,
 		s.SpansExported, s.SpansFailed, s.SpansPending, s.SpoolSpans, s.LastExport, s.TailLag, s.BackfillDone, s.BackfillSeconds,
 		s.StateFileAge, s.DuplicateLines, s.OrphanToolResults, s.ClampedTimes, s.AssistantWithoutID,
-		s.SpansBeforeWindow, versioncollector.NewCollector(Namespace+"_exporter"))
+		s.SpansBeforeWindow, s.FilesReread, s.StateWriteFailures, s.SpoolDropped, versioncollector.NewCollector(Namespace+"_exporter"))
 	for _, r := range transcript.Reasons() {
 		s.DecodeErrors.WithLabelValues(string(r))
 	}

@@ -3,6 +3,7 @@ package daemon
 import (
 	"encoding/json"
 	"errors"
+	"io"
 	"io/fs"
 	"log/slog"
 	"os"
@@ -230,25 +231,44 @@ func (r *reader) readNew(f *fileState, atEOF bool) bool {
 	return r.readFiles([]*fileState{f}, atEOF) > 0
 }
 
-// checkIdentity compares a file that got a new inode (or was restored
-// from the state) with its saved fingerprint; another file at the path is
-// read from the start. It reports false when the check itself failed.
+// checkIdentity makes sure a file is still the one its offset was taken
+// in before reading on from that offset: its first bytes must match the
+// saved fingerprint, and the byte before the offset must end a line (every
+// offset of a followed file is a line's end). A file truncated and
+// rewritten in place keeps its inode and may already be longer than the
+// offset; reading on would start mid-line in the new content. Anything
+// else is read again from the start; global dedup keeps what was counted
+// from counting twice. It reports false when the check itself failed.
 func (r *reader) checkIdentity(f *fileState, fh *os.File, replaced bool) bool {
-	if (replaced || f.verify) && f.fp.Len > 0 {
-		same, err := checkpoint.SameFile(fh, checkpoint.Entry{Fingerprint: f.fp.Sum, FPLen: f.fp.Len})
+	defer func() { f.verify = false }()
+	if f.offset == 0 && !replaced && !f.verify {
+		return true
+	}
+	same := true
+	if f.fp.Len > 0 {
+		ok, err := checkpoint.SameFile(fh, checkpoint.Entry{Fingerprint: f.fp.Sum, FPLen: f.fp.Len})
 		if err != nil {
 			r.log.Warn("fingerprint failed", "path", f.path, "err", err)
 			return false
 		}
-		if !same {
-			// Another file at this path: read it from the start; global
-			// dedup keeps copies of what was counted from counting twice.
-			r.log.Info("file replaced, reading from the start", "path", f.path)
-			f.offset, f.fp = 0, checkpoint.Fingerprint{}
-			r.version.Add(1)
-		}
+		same = ok
 	}
-	f.verify = false
+	if same && f.offset > 0 {
+		var b [1]byte
+		if _, err := fh.ReadAt(b[:], f.offset-1); err == nil {
+			same = b[0] == '\n'
+		} else if !errors.Is(err, io.EOF) {
+			r.log.Warn("read failed", "path", f.path, "err", err)
+			return false
+		}
+		// At EOF the file shrank below the offset: prepare reads it again.
+	}
+	if !same {
+		r.log.Info("file replaced or rewritten, reading from the start", "path", f.path, "offset", f.offset)
+		r.self.FilesReread.Inc()
+		f.offset, f.fp = 0, checkpoint.Fingerprint{}
+		r.version.Add(1)
+	}
 	return true
 }
 

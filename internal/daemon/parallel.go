@@ -8,6 +8,7 @@ import (
 	"runtime"
 	"sync"
 
+	"github.com/claude-transcript-exporter/claude-transcript-exporter/internal/checkpoint"
 	"github.com/claude-transcript-exporter/claude-transcript-exporter/internal/safefile"
 	"github.com/claude-transcript-exporter/claude-transcript-exporter/internal/tail"
 	"github.com/claude-transcript-exporter/claude-transcript-exporter/mapping/session"
@@ -345,7 +346,9 @@ func (r *reader) prepare(f *fileState) (*os.File, int64, int64) {
 			return nil, 0, 0
 		}
 		replaced = f.statted && !f.id.same(idOf(st))
-		if !replaced && !f.verify && st.Size() == f.offset {
+		// Same size and time: nothing new. (A file rewritten to the same
+		// size has a new time: checkIdentity looks at it.)
+		if !replaced && !f.verify && st.Size() == f.offset && st.ModTime().Equal(f.mtime) {
 			f.setStat(st)
 			return nil, 0, 0
 		}
@@ -367,7 +370,8 @@ func (r *reader) prepare(f *fileState) (*os.File, int64, int64) {
 		// Truncated or rewritten in place: read again from the start;
 		// global dedup keeps lines already counted from counting twice.
 		r.log.Info("file shrank, reading again", "path", f.path, "offset", f.offset, "size", st.Size())
-		f.offset = 0
+		r.self.FilesReread.Inc()
+		f.offset, f.fp = 0, checkpoint.Fingerprint{}
 		r.version.Add(1)
 	}
 	if st.Size() == f.offset {
