@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/alecthomas/kingpin/v2"
+	"github.com/alecthomas/units"
 	"github.com/prometheus/common/model"
 )
 
@@ -74,5 +75,26 @@ func enumFlag(app *kingpin.Application, name, help string, p *string, values ...
 			return nil
 		},
 		str: func() string { return *p },
+	})
+}
+
+// bytesFlag takes a size: a whole number of bytes or one with a unit
+// (512MiB, 1GiB; KB, MB and GB are read as powers of 1024 too).
+func bytesFlag(app *kingpin.Application, name, help string, p *int64) {
+	app.Flag(name, help).Default(units.Base2Bytes(*p).String()).SetValue(&namedValue{
+		name: name,
+		set: func(s string) error {
+			if n, err := strconv.ParseInt(s, 10, 64); err == nil {
+				*p = n
+				return nil
+			}
+			n, err := units.ParseBase2Bytes(s)
+			if err != nil {
+				return fmt.Errorf("%q is not a size (e.g. 1073741824, 512MiB, 1GiB)", s)
+			}
+			*p = int64(n)
+			return nil
+		},
+		str: func() string { return units.Base2Bytes(*p).String() },
 	})
 }

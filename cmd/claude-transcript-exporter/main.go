@@ -82,6 +82,7 @@ func run(args []string) int {
 	app.Flag("otlp.headers", "Extra gRPC headers, key=value,key2=value2 (adds to OTEL_EXPORTER_OTLP_HEADERS).").StringVar(&cfg.Traces.Headers)
 	app.Flag("otlp.spool-dir", "Directory where spans wait on disk while the OTLP receiver is down or slow, so that metrics keep updating and no span is lost. Default: spool/ next to --state.file; without a state file there is no spool and an outage stalls reading once the in-memory queue is full. Not used with --oneshot.").
 		StringVar(&cfg.Traces.SpoolDir)
+	bytesFlag(app, "otlp.spool-max-bytes", "Cap on the spans waiting in the spool. Past it the oldest spans are dropped first (counted in claude_transcript_exporter_spool_dropped_spans_total, logged once); 0: no cap.", &cfg.Traces.SpoolMaxBytes)
 	logCfg := &promslog.Config{}
 	flag.AddFlags(app, logCfg)
 

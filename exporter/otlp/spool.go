@@ -16,6 +16,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/claude-transcript-exporter/claude-transcript-exporter/internal/safefile"
 	"github.com/claude-transcript-exporter/claude-transcript-exporter/mapping/spans"
 )
 
@@ -28,12 +29,21 @@ const (
 	spoolPrefix = "spool-"
 	spoolExt    = ".jsonl"
 	cursorName  = "cursor.json"
+	lockName    = "lock"
 )
 
 // SpoolConfig configures a Spool. Zero values take defaults.
 type SpoolConfig struct {
 	// SegmentBytes is the size past which appends go to a new segment.
 	SegmentBytes int64
+	// MaxBytes caps the spans waiting on disk (0: no cap). Past it, whole
+	// segments are dropped, oldest first, so the spool holds at most
+	// MaxBytes plus the segment being written. It should be several
+	// segments (SegmentBytes is lowered to a quarter of it).
+	MaxBytes int64
+	// Dropped, when set, is told how many spans a drop removed. It is
+	// called with the spool's lock held: it must not call the spool.
+	Dropped func(spans int)
 }
 
 // Spool is a durable first-in first-out list of spans in a directory: the
@@ -58,6 +68,8 @@ type SpoolConfig struct {
 type Spool struct {
 	dir     string
 	segSize int64
+	cfg     SpoolConfig
+	unlock  func()
 
 	mu sync.Mutex
 	// segs are the segment numbers on disk, ascending; the last one is
@@ -72,8 +84,10 @@ type Spool struct {
 	dirDirty bool
 
 	acked position // first span not acknowledged
-	count int      // spans not acknowledged
-	bytes int64    // bytes of spans not acknowledged
+	// dropped is where the last drop (the cap) moved acked to.
+	dropped position
+	count   int   // spans not acknowledged
+	bytes   int64 // bytes of spans not acknowledged
 
 	// The reader's open segment and where its buffered reader stands.
 	rf   *os.File
@@ -97,6 +111,33 @@ type Cursor struct {
 
 func (c Cursor) pos() position { return position{c.Segment, c.Offset} }
 
+func (p position) less(q position) bool {
+	return p.Segment < q.Segment || p.Segment == q.Segment && p.Offset < q.Offset
+}
+
+// between counts the spans and bytes from p to q (p before q).
+func (s *Spool) between(p, q position) (int, int64, error) {
+	n, b := 0, int64(0)
+	for _, seq := range s.segs {
+		if seq < p.Segment || seq > q.Segment {
+			continue
+		}
+		from, to := int64(0), int64(-1)
+		if seq == p.Segment {
+			from = p.Offset
+		}
+		if seq == q.Segment {
+			to = q.Offset
+		}
+		k, end, err := s.countRange(seq, from, to)
+		if err != nil {
+			return 0, 0, err
+		}
+		n, b = n+k, b+end-from
+	}
+	return n, b, nil
+}
+
 // position is a segment and a byte offset; also the cursor file's shape.
 type position struct {
 	Segment uint64 `json:"segment"`
@@ -112,11 +153,106 @@ func OpenSpool(dir string, cfg SpoolConfig) (*Spool, error) {
 	if cfg.SegmentBytes <= 0 {
 		cfg.SegmentBytes = DefaultSegmentBytes
 	}
-	s := &Spool{dir: dir, segSize: cfg.SegmentBytes}
+	if cfg.MaxBytes > 0 && cfg.SegmentBytes > cfg.MaxBytes/4 {
+		cfg.SegmentBytes = max(1, cfg.MaxBytes/4)
+	}
+	s := &Spool{dir: dir, segSize: cfg.SegmentBytes, cfg: cfg}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("open spool %s: %w", dir, err)
+	}
+	// One process per spool: two would send and delete each other's
+	// spans.
+	unlock, err := safefile.Lock(filepath.Join(dir, lockName))
+	if err != nil {
+		return nil, fmt.Errorf("open spool %s: %w", dir, err)
+	}
+	s.unlock = unlock
 	if err := s.open(); err != nil {
+		unlock()
+		return nil, fmt.Errorf("open spool %s: %w", dir, err)
+	}
+	s.mu.Lock()
+	err = s.capLocked()
+	s.mu.Unlock()
+	if err != nil {
+		unlock()
 		return nil, fmt.Errorf("open spool %s: %w", dir, err)
 	}
 	return s, nil
+}
+
+// capLocked drops whole segments, oldest first, while the spans waiting
+// take more than MaxBytes; the segment being written is never dropped.
+// Called with s.mu held.
+func (s *Spool) capLocked() error {
+	for s.cfg.MaxBytes > 0 && s.bytes > s.cfg.MaxBytes && len(s.segs) > 1 {
+		seq := s.segs[0]
+		from := int64(0)
+		if seq == s.acked.Segment {
+			from = s.acked.Offset
+		}
+		n, size, err := s.countLines(seq, from)
+		if err != nil {
+			return fmt.Errorf("drop oldest spans: %w", err)
+		}
+		if s.rf != nil && s.rseg == seq {
+			s.rf.Close()
+			s.rf, s.rd = nil, nil
+		}
+		if err := os.Remove(filepath.Join(s.dir, segName(seq))); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("drop oldest spans: %w", err)
+		}
+		s.segs = s.segs[1:]
+		s.acked = position{Segment: s.segs[0]}
+		s.dropped = s.acked
+		s.count -= n
+		s.bytes -= size - from
+		if s.cfg.Dropped != nil && n > 0 {
+			s.cfg.Dropped(n)
+		}
+		if err := s.writeCursor(); err != nil {
+			return fmt.Errorf("drop oldest spans: %w", err)
+		}
+	}
+	return nil
+}
+
+// countLines counts the complete lines of a finished segment from off and
+// returns the count and the segment's size.
+func (s *Spool) countLines(seq uint64, off int64) (int, int64, error) {
+	return s.countRange(seq, off, -1)
+}
+
+// countRange counts the lines of a segment between two offsets (to < 0:
+// its end) and returns the count and the end offset.
+func (s *Spool) countRange(seq uint64, off, to int64) (int, int64, error) {
+	f, err := os.Open(filepath.Join(s.dir, segName(seq)))
+	if err != nil {
+		return 0, 0, err
+	}
+	defer f.Close()
+	if _, err := f.Seek(off, io.SeekStart); err != nil {
+		return 0, 0, err
+	}
+	n, size := 0, off
+	buf := make([]byte, 64<<10)
+	for {
+		if to >= 0 && size+int64(len(buf)) > to {
+			buf = buf[:to-size]
+		}
+		if len(buf) == 0 {
+			return n, size, nil
+		}
+		k, err := f.Read(buf)
+		n += bytes.Count(buf[:k], []byte{'\n'})
+		size += int64(k)
+		if err == io.EOF {
+			return n, size, nil
+		}
+		if err != nil {
+			return 0, 0, err
+		}
+	}
 }
 
 func (s *Spool) open() error {
@@ -301,6 +437,9 @@ func (s *Spool) Append(sp *spans.Span) error {
 	s.bytes += int64(len(line))
 	s.count++
 	s.dirty = true
+	if err := s.capLocked(); err != nil {
+		return fmt.Errorf("append to spool: %w", err)
+	}
 	return nil
 }
 
@@ -509,7 +648,19 @@ func (s *Spool) Ack(c Cursor) error {
 		return errors.New("acknowledge spool: closed")
 	}
 	if c.from != s.acked {
-		return fmt.Errorf("acknowledge spool: cursor %d:%d is not from the last read", c.Segment, c.Offset)
+		if !c.from.less(s.acked) || s.acked != s.dropped {
+			return fmt.Errorf("acknowledge spool: cursor %d:%d is not from the last read", c.Segment, c.Offset)
+		}
+		// The cap dropped the oldest spans since the read: those of the
+		// batch are gone already; acknowledge what it holds after them.
+		if !s.acked.less(c.pos()) {
+			return nil
+		}
+		n, b, err := s.between(s.acked, c.pos())
+		if err != nil {
+			return fmt.Errorf("acknowledge spool: %w", err)
+		}
+		c.from, c.spans, c.bytes = s.acked, n, b
 	}
 	if c.pos() == s.acked {
 		return nil
@@ -589,6 +740,9 @@ func (s *Spool) Close() error {
 		return nil
 	}
 	s.closed = true
+	if s.unlock != nil {
+		defer s.unlock()
+	}
 	err := s.syncLocked()
 	if s.wf != nil {
 		if cerr := s.wf.Close(); err == nil {

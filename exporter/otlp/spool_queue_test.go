@@ -332,6 +332,7 @@ func TestSpooledQueueCheckpointMakesMemoryDurable(t *testing.T) {
 		t.Fatalf("after a checkpoint: memory %d, len %d", q.MemoryLen(), q.Len())
 	}
 	// Were the process killed now, the next run would find them.
+	die(sp)
 	if again := openSpool(t, dir, 0); again.Len() != 6 {
 		t.Fatalf("a new process finds %d spans in the spool, want 6", again.Len())
 	}

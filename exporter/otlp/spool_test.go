@@ -13,6 +13,10 @@ import (
 	"github.com/claude-transcript-exporter/claude-transcript-exporter/mapping/spans"
 )
 
+// die ends a spool as a killed process would: nothing is synced or
+// closed; only the lock goes, as the kernel frees it.
+func die(s *Spool) { s.unlock() }
+
 func openSpool(t *testing.T, dir string, segBytes int64) *Spool {
 	t.Helper()
 	s, err := OpenSpool(dir, SpoolConfig{SegmentBytes: segBytes})
@@ -221,6 +225,7 @@ func TestSpoolKeepsSyncedSpansWhenTheProcessDies(t *testing.T) {
 		t.Fatal(err)
 	}
 	// No Close: the process is killed. A new process opens the spool.
+	die(s)
 	r := openSpool(t, dir, 0)
 	defer r.Close()
 	got, _ := readNames(t, r, 10)

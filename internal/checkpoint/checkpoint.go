@@ -12,11 +12,24 @@ import (
 	"os"
 	"path/filepath"
 	"time"
+
+	"github.com/claude-transcript-exporter/claude-transcript-exporter/internal/safefile"
 )
 
-// Version is the state file format version. Version 2 is gob-encoded
-// (version 1 was JSON, which took seconds to read for a large history).
-const Version = 2
+// Version is the state file format version. Version 3 adds a SHA-256 of
+// the payload, so a damaged file is an error instead of bogus counters;
+// version 2 (the same without it) is still read. Version 2 was the first
+// gob-encoded one (version 1 was JSON, which took seconds to read for a
+// large history).
+const Version = 3
+
+// checksumPrefix starts the line after the magic in version 3 files; the
+// hex SHA-256 of everything after that line follows it.
+const checksumPrefix = "sha256:"
+
+// MaxBytes caps the state file read at start (a large history's state is
+// tens of megabytes).
+const MaxBytes = 1 << 30
 
 // magic starts every state file, so that a file of another kind is told
 // apart from a corrupt one.
@@ -106,21 +119,39 @@ func DefaultPath(getenv func(string) string, home string) string {
 // Anything else that goes wrong is an error naming the file and the flag
 // that resets it.
 func Load(path string) (*File, error) {
-	b, err := os.ReadFile(path)
+	b, err := safefile.ReadFile(path, MaxBytes)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
 	if err != nil {
 		return nil, fmt.Errorf("read state file %s: %w (start with %s to discard it)", path, err, ResetFlag)
 	}
-	var f File
+	corrupt := func(why string) error {
+		return fmt.Errorf("read state file %s: corrupt: %s (start with %s to discard it)", path, why, ResetFlag)
+	}
 	if !bytes.HasPrefix(b, []byte(magic)) {
 		return nil, fmt.Errorf("read state file %s: not a state file of this exporter, or from an older version (start with %s to discard it)", path, ResetFlag)
 	}
-	if err := gob.NewDecoder(bytes.NewReader(b[len(magic):])).Decode(&f); err != nil {
-		return nil, fmt.Errorf("read state file %s: corrupt: %w (start with %s to discard it)", path, err, ResetFlag)
+	payload, sum := b[len(magic):], []byte(nil)
+	if bytes.HasPrefix(payload, []byte(checksumPrefix)) {
+		nl := bytes.IndexByte(payload, '\n')
+		if nl < 0 {
+			return nil, corrupt("no checksum line")
+		}
+		sum, payload = payload[len(checksumPrefix):nl], payload[nl+1:]
+		got := sha256.Sum256(payload)
+		if string(sum) != hex.EncodeToString(got[:]) {
+			return nil, corrupt("checksum mismatch")
+		}
 	}
-	if f.Version != Version {
+	var f File
+	if err := gob.NewDecoder(bytes.NewReader(payload)).Decode(&f); err != nil {
+		return nil, corrupt(err.Error())
+	}
+	switch {
+	case f.Version == Version && sum == nil:
+		return nil, corrupt("checksum missing")
+	case f.Version == 2 && sum != nil, f.Version != Version && f.Version != 2:
 		return nil, fmt.Errorf("read state file %s: version %d, this exporter reads %d (start with %s to discard it)", path, f.Version, Version, ResetFlag)
 	}
 	return &f, nil
@@ -130,12 +161,17 @@ func Load(path string) (*File, error) {
 // directory, fsync, rename over the old one, fsync of the directory.
 func Write(path string, f *File) error {
 	f.Version = Version
-	var buf bytes.Buffer
-	buf.WriteString(magic)
-	if err := gob.NewEncoder(&buf).Encode(f); err != nil {
+	var payload bytes.Buffer
+	if err := gob.NewEncoder(&payload).Encode(f); err != nil {
 		return fmt.Errorf("write state file %s: %w", path, err)
 	}
-	b := buf.Bytes()
+	sum := sha256.Sum256(payload.Bytes())
+	b := make([]byte, 0, len(magic)+len(checksumPrefix)+2*len(sum)+1+payload.Len())
+	b = append(b, magic...)
+	b = append(b, checksumPrefix...)
+	b = hex.AppendEncode(b, sum[:])
+	b = append(b, '\n')
+	b = append(b, payload.Bytes()...)
 	dir := filepath.Dir(path)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return fmt.Errorf("write state file %s: %w", path, err)

@@ -125,3 +125,61 @@ func TestTruncatedOrForeignVersionStateIsAnError(t *testing.T) {
 		t.Errorf("foreign version: %v", err)
 	}
 }
+
+// TestEveryBitFlipIsAnErrorNamingTheResetFlag flips each bit of a written
+// state file in turn: each damaged file must fail to load with an error
+// naming --state.reset, never load with other counters.
+func TestEveryBitFlipIsAnErrorNamingTheResetFlag(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "state")
+	in := &File{WrittenAt: time.Unix(1700000000, 0).UTC(), Roots: []string{"/r"},
+		Files:   []Entry{{Path: "/r/projects/p/s.jsonl", Fingerprint: "ab", FPLen: 2, Counted: 10, Exported: 10}},
+		Metrics: []byte(`type="output"`), Assembler: []byte(`seen`)}
+	if err := Write(path, in); err != nil {
+		t.Fatal(err)
+	}
+	orig, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	accepted := 0
+	for i := range orig {
+		for bit := 0; bit < 8; bit++ {
+			b := bytes.Clone(orig)
+			b[i] ^= 1 << bit
+			if err := os.WriteFile(path, b, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			_, err := Load(path)
+			if err == nil {
+				accepted++
+				continue
+			}
+			if !strings.Contains(err.Error(), ResetFlag) || !strings.Contains(err.Error(), path) {
+				t.Fatalf("flip of bit %d of byte %d: error %q names neither %s nor the file", bit, i, err, ResetFlag)
+			}
+		}
+	}
+	if accepted != 0 {
+		t.Errorf("%d of %d single-bit flips were accepted", accepted, 8*len(orig))
+	}
+}
+
+// TestVersion2StateWithoutChecksumStillLoads reads a state written by the
+// previous release (version 2: no checksum line), so that an upgrade keeps
+// its counters.
+func TestVersion2StateWithoutChecksumStillLoads(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "state")
+	var buf bytes.Buffer
+	buf.WriteString(magic)
+	in := File{Version: 2, Roots: []string{"/r"}, Metrics: []byte("m")}
+	if err := gob.NewEncoder(&buf).Encode(&in); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, buf.Bytes(), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, err := Load(path)
+	if err != nil || string(out.Metrics) != "m" || out.Roots[0] != "/r" {
+		t.Fatalf("version 2 state: %+v, %v", out, err)
+	}
+}

@@ -88,6 +88,9 @@ type TracesConfig struct {
 	// outage never stalls the pipeline (--otlp.spool-dir). Empty: spool/
 	// next to the state file; no spool without a state file.
 	SpoolDir string
+	// SpoolMaxBytes caps the spool (--otlp.spool-max-bytes; 0: no cap):
+	// past it the oldest spans are dropped.
+	SpoolMaxBytes int64
 }
 
 // Caps on the files flags name: they are read whole, so a runaway file
@@ -96,6 +99,13 @@ const (
 	MaxWebConfigBytes = 1 << 20
 	MaxPricingBytes   = 4 << 20
 )
+
+// DefaultSpoolMaxBytes is the default --otlp.spool-max-bytes: days of an
+// outage for a busy user (a span takes a few hundred bytes on disk).
+const DefaultSpoolMaxBytes = 1 << 30
+
+// MinSpoolMaxBytes is the smallest cap: a few segments.
+const MinSpoolMaxBytes = 1 << 20
 
 // DefaultTracesSince is the default --traces.since: a week of sessions,
 // which deploy/tempo/tempo.yaml is set to find and keep.
@@ -124,6 +134,7 @@ func NewConfig() Config {
 			Since:           DefaultTracesSince,
 			BatchSize:       512,
 			Timeout:         10 * time.Second,
+			SpoolMaxBytes:   DefaultSpoolMaxBytes,
 		},
 	}
 }
@@ -292,6 +303,9 @@ func (c *Config) Validate() error {
 	}
 	if t.BatchSize < 1 {
 		return fmt.Errorf("--otlp.batch-size: %d must be positive", t.BatchSize)
+	}
+	if t.SpoolMaxBytes != 0 && t.SpoolMaxBytes < MinSpoolMaxBytes {
+		return fmt.Errorf("--otlp.spool-max-bytes: %d is below 1MiB (0: no cap)", t.SpoolMaxBytes)
 	}
 	if t.SpoolDir != "" {
 		if st, err := os.Stat(t.SpoolDir); err == nil && !st.IsDir() {

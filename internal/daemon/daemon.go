@@ -38,6 +38,19 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger, stdout io.Writer)
 		return &StartError{err}
 	}
 	now := time.Now
+	if !cfg.Oneshot && cfg.StateFile != "" {
+		// One exporter per state file (and so per spool beside it): two
+		// would overwrite each other's counters.
+		release, err := lockState(cfg.StateFile)
+		if err != nil {
+			return err
+		}
+		if release == nil {
+			logger.Warn("state file not locked (its directory is not writable; the state cannot be saved either)", "file", cfg.StateFile)
+		} else {
+			defer release()
+		}
+	}
 	for _, d := range cfg.ClaudeDirs {
 		if _, err := os.Stat(d); err != nil {
 			logger.Warn("claude dir not found; waiting for it to appear", "dir", d)
@@ -130,6 +143,7 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger, stdout io.Writer)
 	// Durable state: counters, dedup state and file watermarks from the
 	// last run, so that nothing is counted twice and nothing is lost.
 	st := &stateKeeper{cfg: &cfg, log: logger.With("component", "state"), self: self}
+	st.since(now())
 	if cfg.StateFile != "" {
 		if cfg.StateReset {
 			if err := checkpoint.Remove(cfg.StateFile); err != nil {
@@ -145,7 +159,7 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger, stdout io.Writer)
 			if err := restoreState(saved, usage, asm, rd, now()); err != nil {
 				return fmt.Errorf("restore state file %s: %w (start with %s to discard it)", cfg.StateFile, err, checkpoint.ResetFlag)
 			}
-			st.last = saved.WrittenAt
+			st.since(saved.WrittenAt)
 			if !slices.Equal(saved.Roots, cfg.ClaudeDirs) {
 				logger.Warn("state file was written for other claude dirs; its counters carry on", "file", cfg.StateFile,
 					"saved", strings.Join(saved.Roots, ","), "now", strings.Join(cfg.ClaudeDirs, ","))

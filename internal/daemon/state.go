@@ -3,13 +3,17 @@ package daemon
 import (
 	"bytes"
 	"encoding/gob"
+	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"sort"
 	"sync/atomic"
 	"time"
 
 	"github.com/claude-transcript-exporter/claude-transcript-exporter/exporter/prom"
 	"github.com/claude-transcript-exporter/claude-transcript-exporter/internal/checkpoint"
+	"github.com/claude-transcript-exporter/claude-transcript-exporter/internal/safefile"
 	"github.com/claude-transcript-exporter/claude-transcript-exporter/mapping/session"
 )
 
@@ -79,16 +83,27 @@ func restoreState(f *checkpoint.File, usage *prom.Metrics, asm *session.Assemble
 // snapshot is taken on the pipeline goroutine; it is encoded and written
 // on another, one write at a time, so that the pipeline pauses only for
 // the copy. Nothing is written when nothing changed since the last write.
+//
+// state_file_age_seconds counts from the last write that succeeded (or
+// the last check that found the file current): a state that cannot be
+// written ages, and its failures are counted, so the stale-state alert
+// fires.
 type stateKeeper struct {
 	cfg  *Config
 	log  interface{ Warn(string, ...any) }
 	self *prom.Self
-	last time.Time
+	// good is when the file on disk was last known current (Unix ns): the
+	// last successful write, the restored file's time, else the start.
+	good atomic.Int64
 
 	saved   [2]uint64 // assembler and reader versions of the last snapshot
 	writing chan struct{}
 	failed  atomic.Bool // the last write failed: write again even if nothing changed
+	wrote   bool        // a snapshot was taken at least once
 }
+
+// since sets the time the state on disk dates from.
+func (k *stateKeeper) since(t time.Time) { k.good.Store(t.UnixNano()) }
 
 // save writes a snapshot of the state. With traces on, a snapshot is
 // written only once every span built so far is safe: acknowledged by the
@@ -105,9 +120,9 @@ func (k *stateKeeper) save(usage *prom.Metrics, asm *session.Assembler, rd *read
 		k.writing = make(chan struct{}, 1)
 	}
 	version := [2]uint64{asm.Version(), rd.version.Load()}
-	if version == k.saved && !k.last.IsZero() && !k.failed.Load() {
+	if version == k.saved && k.wrote && !k.failed.Load() {
 		// Nothing changed: the file on disk is current.
-		k.last = now
+		k.since(now)
 		k.self.StateFileAge.Set(0)
 		return
 	}
@@ -133,13 +148,15 @@ func (k *stateKeeper) save(usage *prom.Metrics, asm *session.Assembler, rd *read
 	k.failed.Store(false)
 	done := func() {
 		if err := snap.write(); err != nil {
-			k.log.Warn("state not written", "err", err)
 			k.failed.Store(true)
+			k.self.StateWriteFailures.Inc()
+			k.log.Warn("state not written", "err", err)
+		} else {
+			k.since(snap.at)
 		}
 		<-k.writing
 	}
-	k.saved, k.last = version, now
-	k.self.StateFileAge.Set(0)
+	k.saved, k.wrote = version, true
 	if final {
 		done()
 		return
@@ -155,8 +172,28 @@ func (k *stateKeeper) wait() {
 	}
 }
 
+// age publishes state_file_age_seconds.
 func (k *stateKeeper) age(now time.Time) {
-	if k.cfg.StateFile != "" && !k.last.IsZero() {
-		k.self.StateFileAge.Set(now.Sub(k.last).Seconds())
+	if k.cfg.StateFile != "" {
+		k.self.StateFileAge.Set(max(0, now.Sub(time.Unix(0, k.good.Load())).Seconds()))
 	}
+}
+
+// lockState takes the lock beside the state file (<file>.lock). Another
+// exporter holding it is a start error naming --state.file; a directory
+// where the lock cannot be made gives no lock (nil release) and no error:
+// the daemon runs, and state_file_age_seconds shows the state is not
+// saved.
+func lockState(path string) (release func(), err error) {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return nil, nil
+	}
+	release, err = safefile.Lock(path + ".lock")
+	if errors.Is(err, safefile.ErrLocked) {
+		return nil, &StartError{fmt.Errorf("--state.file: %w; give each exporter its own --state.file", err)}
+	}
+	if err != nil {
+		return nil, nil
+	}
+	return release, nil
 }

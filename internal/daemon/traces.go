@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -9,12 +10,14 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/common/version"
 
 	"github.com/claude-transcript-exporter/claude-transcript-exporter/exporter/otlp"
 	"github.com/claude-transcript-exporter/claude-transcript-exporter/exporter/prom"
+	"github.com/claude-transcript-exporter/claude-transcript-exporter/internal/safefile"
 	"github.com/claude-transcript-exporter/claude-transcript-exporter/mapping/session"
 	"github.com/claude-transcript-exporter/claude-transcript-exporter/mapping/spans"
 )
@@ -104,7 +107,21 @@ func buildTraces(ctx context.Context, cfg *Config, logger *slog.Logger, self *pr
 	} else if dir := spoolDir(cfg); dir != "" {
 		// The daemon never waits for the receiver: what it has not taken
 		// waits on disk.
-		sp, err := otlp.OpenSpool(dir, otlp.SpoolConfig{})
+		var warned atomic.Bool
+		sp, err := otlp.OpenSpool(dir, otlp.SpoolConfig{
+			MaxBytes: tc.SpoolMaxBytes,
+			Dropped: func(n int) {
+				self.SpoolDropped.Add(float64(n))
+				if !warned.Swap(true) {
+					logger.Warn("spool full: dropping the oldest spans (counted in claude_transcript_exporter_spool_dropped_spans_total; logged once)",
+						"dir", dir, "max_bytes", tc.SpoolMaxBytes)
+				}
+			},
+		})
+		if errors.Is(err, safefile.ErrLocked) {
+			_ = exp.Shutdown(ctx)
+			return nil, &StartError{fmt.Errorf("--otlp.spool-dir: %w; give each exporter its own --otlp.spool-dir (default: spool/ beside --state.file)", err)}
+		}
 		if err != nil {
 			_ = exp.Shutdown(ctx)
 			return nil, fmt.Errorf("--otlp.spool-dir: %w", err)

@@ -4,6 +4,7 @@
 // or a socket at a transcript's path or named by a flag returns an error at
 // once instead of blocking open or read), and whole-file reads stop at a
 // size cap instead of growing without bound (/dev/zero, a runaway file).
+// Lock keeps two exporters off one state file or spool.
 package safefile
 
 import (
@@ -20,6 +21,9 @@ var ErrNotRegular = errors.New("not a regular file")
 
 // ErrTooLarge is returned by ReadFile for a file larger than its cap.
 var ErrTooLarge = errors.New("file too large")
+
+// ErrLocked is returned by Lock when another process holds the lock.
+var ErrLocked = errors.New("in use by another exporter")
 
 // Open opens path for reading if it is a regular file. It never blocks on a
 // FIFO: the open is non-blocking where the platform allows it, and the open
