@@ -1,6 +1,7 @@
 package checkpoint
 
 import (
+	"bufio"
 	"bytes"
 	"crypto/sha256"
 	"encoding/gob"
@@ -23,9 +24,14 @@ import (
 // large history).
 const Version = 3
 
-// checksumPrefix starts the line after the magic in version 3 files; the
-// hex SHA-256 of everything after that line follows it.
+// checksumPrefix starts the last line of version 3 files: the hex SHA-256
+// of the encoded payload between the magic and that line follows it. It
+// comes last so that the payload is streamed to disk while it is hashed,
+// never held whole in memory.
 const checksumPrefix = "sha256:"
+
+// trailerLen is the length of that last line.
+const trailerLen = len(checksumPrefix) + 2*sha256.Size + 1
 
 // MaxBytes caps the state file read at start (a large history's state is
 // tens of megabytes).
@@ -133,12 +139,8 @@ func Load(path string) (*File, error) {
 		return nil, fmt.Errorf("read state file %s: not a state file of this exporter, or from an older version (start with %s to discard it)", path, ResetFlag)
 	}
 	payload, sum := b[len(magic):], []byte(nil)
-	if bytes.HasPrefix(payload, []byte(checksumPrefix)) {
-		nl := bytes.IndexByte(payload, '\n')
-		if nl < 0 {
-			return nil, corrupt("no checksum line")
-		}
-		sum, payload = payload[len(checksumPrefix):nl], payload[nl+1:]
+	if n := len(payload); n >= trailerLen && bytes.HasPrefix(payload[n-trailerLen:], []byte(checksumPrefix)) && payload[n-1] == '\n' {
+		sum, payload = payload[n-trailerLen+len(checksumPrefix):n-1], payload[:n-trailerLen]
 		got := sha256.Sum256(payload)
 		if string(sum) != hex.EncodeToString(got[:]) {
 			return nil, corrupt("checksum mismatch")
@@ -161,17 +163,6 @@ func Load(path string) (*File, error) {
 // directory, fsync, rename over the old one, fsync of the directory.
 func Write(path string, f *File) error {
 	f.Version = Version
-	var payload bytes.Buffer
-	if err := gob.NewEncoder(&payload).Encode(f); err != nil {
-		return fmt.Errorf("write state file %s: %w", path, err)
-	}
-	sum := sha256.Sum256(payload.Bytes())
-	b := make([]byte, 0, len(magic)+len(checksumPrefix)+2*len(sum)+1+payload.Len())
-	b = append(b, magic...)
-	b = append(b, checksumPrefix...)
-	b = hex.AppendEncode(b, sum[:])
-	b = append(b, '\n')
-	b = append(b, payload.Bytes()...)
 	dir := filepath.Dir(path)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return fmt.Errorf("write state file %s: %w", path, err)
@@ -181,7 +172,18 @@ func Write(path string, f *File) error {
 		return fmt.Errorf("write state file %s: %w", path, err)
 	}
 	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(b); err != nil {
+	// Stream: magic, the payload through the hash, the checksum line.
+	w := bufio.NewWriterSize(tmp, 64<<10)
+	h := sha256.New()
+	w.WriteString(magic)
+	err = gob.NewEncoder(io.MultiWriter(w, h)).Encode(f)
+	if err == nil {
+		w.WriteString(checksumPrefix)
+		w.WriteString(hex.EncodeToString(h.Sum(nil)))
+		w.WriteByte('\n')
+		err = w.Flush()
+	}
+	if err != nil {
 		tmp.Close()
 		return fmt.Errorf("write state file %s: %w", path, err)
 	}

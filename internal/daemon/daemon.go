@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -211,7 +212,11 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger, stdout io.Writer)
 	rd.live = true
 	ready.Store(true)
 	logger.Info("backfill done", "files", len(rd.files), "lines", rd.linesN, "seconds", now().Sub(start).Seconds())
-	st.save(usage, asm, rd, traces, now(), false)
+	st.save(usage, asm, rd, traces, now(), true)
+	// The backfill's garbage (decode batches, settled history, the first
+	// snapshot) is not collected by an idle daemon for minutes: collect it
+	// now and return the pages, so the resident size is the live state's.
+	debug.FreeOSMemory()
 	fl.nextFlush = now().Add(cfg.StateFlushInterval)
 
 	// Follow until told to stop.

@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"runtime"
+	"runtime/debug"
 	"sync"
 
 	"github.com/claude-transcript-exporter/claude-transcript-exporter/internal/checkpoint"
@@ -51,7 +52,14 @@ type decoded struct {
 	blank   int
 	reasons map[transcript.Reason]int
 	err     error
+	// big says the range held a line of megabytes: the buffers grown for
+	// it were dropped, and the read ends by returning memory to the OS.
+	big bool
 }
+
+// bigBuffer is the buffer size past which a worker drops its buffer after
+// a range instead of keeping it for the next.
+const bigBuffer = 8 << 20
 
 // worker owns a decoder and buffers.
 type worker struct {
@@ -105,6 +113,8 @@ func (w *worker) run(j job, recs []transcript.Record) decoded {
 				add(line, st)
 				return nil
 			})
+		// The reader grew to hold the long line: let it go.
+		w.rd, d.big = nil, true
 		return d
 	}
 	data, err := tail.ReadRange(j.fh, j.rg, w.buf)
@@ -114,6 +124,9 @@ func (w *worker) run(j job, recs []transcript.Record) decoded {
 	}
 	w.buf = data[:0]
 	tail.Lines(data, j.rg, w.max, func(line []byte, _ int64, st tail.LineStatus) { add(line, st) })
+	if cap(w.buf) > bigBuffer {
+		w.buf, d.big = nil, true
+	}
 	return d
 }
 
@@ -254,12 +267,22 @@ func (r *reader) readFiles(files []*fileState, atEOF bool) int {
 	}
 	now := r.now()
 	changed := map[*fileState]bool{}
+	big := false
+	defer func() {
+		if big {
+			// Megabytes of line buffers just became garbage. An idle
+			// daemon allocates too little to trigger a collection, so
+			// collect now and hand the pages back to the OS.
+			debug.FreeOSMemory()
+		}
+	}()
 	decodeInOrder(feed, workers(), r.cfg.MaxLineBytes, r.decOpts, r.batches, func(d *decoded) {
 		if d.pause {
 			r.between()
 			return
 		}
 		f := d.f
+		big = big || d.big
 		if d.last {
 			// Every range of the file was read before its last one is
 			// consumed.

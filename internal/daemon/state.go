@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"sort"
 	"sync/atomic"
 	"time"
@@ -41,6 +42,10 @@ func takeSnapshot(cfg *Config, usage *prom.Metrics, asm *session.Assembler, rd *
 	sort.Slice(snap.files, func(i, j int) bool { return snap.files[i].Path < snap.files[j].Path })
 	return snap
 }
+
+// large says the snapshot is big enough that its garbage is worth a
+// collection (a history of thousands of files).
+func (s *snapshot) large() bool { return len(s.files) > 2000 }
 
 // write encodes the snapshot and writes the state file atomically.
 func (s *snapshot) write() error {
@@ -153,6 +158,11 @@ func (k *stateKeeper) save(usage *prom.Metrics, asm *session.Assembler, rd *read
 			k.log.Warn("state not written", "err", err)
 		} else {
 			k.since(snap.at)
+		}
+		if snap.large() {
+			// A large history's snapshot is tens of megabytes of garbage
+			// once written: return it rather than let the heap keep it.
+			debug.FreeOSMemory()
 		}
 		<-k.writing
 	}

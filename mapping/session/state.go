@@ -128,7 +128,12 @@ type AgentState struct {
 // (sorting a large history on the pipeline goroutine would pause it).
 // Call it between Adds.
 func (a *Assembler) State() State {
-	st := State{Version: StateVersion, Seq: a.seq, Stats: a.stats}
+	st := State{Version: StateVersion, Seq: a.seq, Stats: a.stats,
+		// Sized up front: a history's state is large, and growing these
+		// by doubling would be most of a snapshot's garbage.
+		Requests: make([]RequestState, 0, len(a.requests)),
+		Sessions: make([]SessionState, 0, len(a.sessions)),
+		Agents:   make([]AgentState, 0, len(a.agents))}
 	for _, r := range a.requests {
 		st.Requests = append(st.Requests, RequestState{Seq: r.seq, Where: r.where, MsgID: r.msgID, Model: r.model, Usage: r.usage,
 			RequestID: r.requestID, Stop: r.stop, Start: r.start, End: r.end, Interrupt: r.interrupt, ToolIDs: r.toolIDs})
