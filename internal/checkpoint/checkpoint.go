@@ -53,9 +53,23 @@ type File struct {
 	WrittenAt time.Time `json:"written_at"`
 	Roots     []string  `json:"roots"`
 	Files     []Entry   `json:"files"`
-	// Metrics and Assembler are the daemon's payloads, opaque here.
+	// Metrics and Assembler are the daemon's payloads in version 2 files,
+	// opaque here. Version 3 streams the payloads after the File as gob
+	// values of their own (see Write and Next) and leaves these empty.
 	Metrics   []byte `json:"metrics"`
 	Assembler []byte `json:"assembler"`
+
+	// rest decodes the payload values after the File (version 3).
+	rest *gob.Decoder
+}
+
+// Next decodes the next payload value of a version 3 file into v, in the
+// order Write was given them.
+func (f *File) Next(v any) error {
+	if f.rest == nil {
+		return errors.New("state file has no payload values")
+	}
+	return f.rest.Decode(v)
 }
 
 // Entry is one transcript file's identity and watermarks.
@@ -147,7 +161,9 @@ func Load(path string) (*File, error) {
 		}
 	}
 	var f File
-	if err := gob.NewDecoder(bytes.NewReader(payload)).Decode(&f); err != nil {
+	dec := gob.NewDecoder(bytes.NewReader(payload))
+	f.rest = dec
+	if err := dec.Decode(&f); err != nil {
 		return nil, corrupt(err.Error())
 	}
 	switch {
@@ -160,8 +176,11 @@ func Load(path string) (*File, error) {
 }
 
 // Write writes the state file atomically: a temp file in the same
-// directory, fsync, rename over the old one, fsync of the directory.
-func Write(path string, f *File) error {
+// directory, fsync, rename over the old one, fsync of the directory. The
+// payload values follow the File in one gob stream, encoded straight to
+// the file (a large history's state is never held encoded in memory
+// whole); Load's File.Next reads them back in order.
+func Write(path string, f *File, payloads ...any) error {
 	f.Version = Version
 	dir := filepath.Dir(path)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
@@ -176,7 +195,13 @@ func Write(path string, f *File) error {
 	w := bufio.NewWriterSize(tmp, 64<<10)
 	h := sha256.New()
 	w.WriteString(magic)
-	err = gob.NewEncoder(io.MultiWriter(w, h)).Encode(f)
+	enc := gob.NewEncoder(io.MultiWriter(w, h))
+	err = enc.Encode(f)
+	for _, p := range payloads {
+		if err == nil {
+			err = enc.Encode(p)
+		}
+	}
 	if err == nil {
 		w.WriteString(checksumPrefix)
 		w.WriteString(hex.EncodeToString(h.Sum(nil)))

@@ -183,3 +183,34 @@ func TestVersion2StateWithoutChecksumStillLoads(t *testing.T) {
 		t.Fatalf("version 2 state: %+v, %v", out, err)
 	}
 }
+
+// TestPayloadValuesStreamAfterTheHeader writes two payload values after
+// the File and reads them back in order.
+func TestPayloadValuesStreamAfterTheHeader(t *testing.T) {
+	type counters struct{ Output map[string]float64 }
+	type asm struct{ Seen []uint64 }
+	path := filepath.Join(t.TempDir(), "state")
+	c := counters{Output: map[string]float64{`type="output"`: 42}}
+	a := asm{Seen: []uint64{1, 2, 3}}
+	if err := Write(path, &File{Roots: []string{"/r"}}, &c, &a); err != nil {
+		t.Fatal(err)
+	}
+	f, err := Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var c2 counters
+	var a2 asm
+	if err := f.Next(&c2); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Next(&a2); err != nil {
+		t.Fatal(err)
+	}
+	if c2.Output[`type="output"`] != 42 || len(a2.Seen) != 3 || a2.Seen[2] != 3 {
+		t.Fatalf("read back %+v %+v", c2, a2)
+	}
+	if err := f.Next(&a2); err == nil {
+		t.Error("a third value read from two")
+	}
+}

@@ -212,6 +212,7 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger, stdout io.Writer)
 	rd.live = true
 	ready.Store(true)
 	logger.Info("backfill done", "files", len(rd.files), "lines", rd.linesN, "seconds", now().Sub(start).Seconds())
+	debug.FreeOSMemory() // before the snapshot adds its own
 	st.save(usage, asm, rd, traces, now(), true)
 	// The backfill's garbage (decode batches, settled history, the first
 	// snapshot) is not collected by an idle daemon for minutes: collect it

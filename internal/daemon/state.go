@@ -47,32 +47,40 @@ func takeSnapshot(cfg *Config, usage *prom.Metrics, asm *session.Assembler, rd *
 // collection (a history of thousands of files).
 func (s *snapshot) large() bool { return len(s.files) > 2000 }
 
-// write encodes the snapshot and writes the state file atomically.
+// write encodes the snapshot and writes the state file atomically; the
+// counters and the assembler state are streamed to the file after its
+// header.
 func (s *snapshot) write() error {
-	var m, a bytes.Buffer
-	if err := gob.NewEncoder(&m).Encode(s.counters); err != nil {
-		return fmt.Errorf("save counters: %w", err)
-	}
-	if err := gob.NewEncoder(&a).Encode(s.asm); err != nil {
-		return fmt.Errorf("save assembler state: %w", err)
-	}
-	f := &checkpoint.File{WrittenAt: s.at.UTC(), Roots: s.cfg.ClaudeDirs, Files: s.files, Metrics: m.Bytes(), Assembler: a.Bytes()}
-	return checkpoint.Write(s.cfg.StateFile, f)
+	f := &checkpoint.File{WrittenAt: s.at.UTC(), Roots: s.cfg.ClaudeDirs, Files: s.files}
+	return checkpoint.Write(s.cfg.StateFile, f, &s.counters, &s.asm)
 }
 
 // restoreState loads a saved state into the counters, the assembler and
 // the reader's file table. Files are checked against their fingerprints
 // before they are read again.
 func restoreState(f *checkpoint.File, usage *prom.Metrics, asm *session.Assembler, rd *reader, now time.Time) error {
-	var ms prom.State
-	if err := gob.NewDecoder(bytes.NewReader(f.Metrics)).Decode(&ms); err != nil {
+	var (
+		ms prom.State
+		as session.State
+	)
+	// Version 2 files carry the payloads as bytes in the header;
+	// version 3 streams them after it.
+	decodeNext := f.Next
+	if len(f.Metrics) > 0 || len(f.Assembler) > 0 {
+		payloads := [][]byte{f.Metrics, f.Assembler}
+		decodeNext = func(v any) error {
+			p := payloads[0]
+			payloads = payloads[1:]
+			return gob.NewDecoder(bytes.NewReader(p)).Decode(v)
+		}
+	}
+	if err := decodeNext(&ms); err != nil {
 		return fmt.Errorf("restore counters: %w", err)
 	}
 	if err := usage.Restore(ms); err != nil {
 		return err
 	}
-	var as session.State
-	if err := gob.NewDecoder(bytes.NewReader(f.Assembler)).Decode(&as); err != nil {
+	if err := decodeNext(&as); err != nil {
 		return fmt.Errorf("restore assembler state: %w", err)
 	}
 	if err := asm.Restore(as, now); err != nil {
