@@ -13,7 +13,7 @@ cd "$ROOT"
 
 SIZES=${BENCH_SIZES:-"100 1024 2048"}
 RUNS=${BENCH_RUNS:-5}
-STEPS=${BENCH_STEPS:-"oneshot exact gobench idle restart"}
+STEPS=${BENCH_STEPS:-"oneshot exact gobench idle memory restart"}
 RESTART_SIZE=${BENCH_RESTART_SIZE:-1024}
 RESTARTS=${BENCH_RESTARTS:-3}
 INDEP_SIZES=${BENCH_INDEP_SIZES:-"1024"}
@@ -23,6 +23,9 @@ GO_CPU=${BENCH_GO_CPU:-1}
 IDLE_FILES=${BENCH_IDLE_FILES:-5000}
 IDLE_SECONDS=${BENCH_IDLE_SECONDS:-60}
 APPENDS=${BENCH_APPENDS:-50}
+MEM_FILES=${BENCH_MEM_FILES:-"20000 100000"}
+MEM_SETTLE=${BENCH_MEM_SETTLE:-20s}
+LONG_LINE_MB=${BENCH_LONG_LINE_MB:-70}
 CCUSAGE_VERSION=${BENCH_CCUSAGE_VERSION:-}
 BENCHSTAT=${BENCH_BENCHSTAT:-golang.org/x/perf/cmd/benchstat@latest}
 
@@ -87,6 +90,7 @@ CGO_ENABLED=0 go build -trimpath -ldflags '-s -w' -o "$BIN" ./cmd/claude-transcr
 	die "go build ./cmd/claude-transcript-exporter failed"
 go build -o "$WORK/exactcheck" ./bench/exactcheck || die "go build ./bench/exactcheck failed"
 go build -o "$WORK/tailprobe" ./bench/tailprobe || die "go build ./bench/tailprobe failed"
+go build -o "$WORK/gensessions" ./bench/gensessions || die "go build ./bench/gensessions failed"
 EXP_FLAGS=(--traces.exporter=none --log.level=warn)
 # The daemon keeps durable state in $XDG_STATE_HOME (default ~/.local/state);
 # every exporter run here gets its own, so the bench neither reads nor
@@ -506,6 +510,47 @@ if has_step idle; then
 	say
 fi
 
+# ---------------------------------------------------------------- memory
+
+if has_step memory; then
+	# Many small sessions (bench/gensessions), the daemon with default
+	# flags and its durable state: time to ready, resident size, peak,
+	# idle CPU after the post-backfill writes have settled; then one line
+	# over the line cap and the resident size once it is read.
+	say "many files: bench/gensessions trees (4-line sessions over 200 projects); default flags, state in a private XDG_STATE_HOME; idle CPU over ${IDLE_SECONDS}s starting $MEM_SETTLE after ready; then one ${LONG_LINE_MB} MB line appended and the resident size 1 s after it was read"
+	sayf '  %-8s %8s %9s %9s %9s %17s\n' files ready_s rss_MiB peak_MiB idle_cpu% rss_after_line_MiB
+	for n in $MEM_FILES; do
+		dir="$WORK/mem-$n"
+		"$WORK/gensessions" -dir "$dir" -sessions "$n" || die "gensessions failed"
+		export XDG_STATE_HOME="$WORK/state-mem-$n"
+		port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+		log "memory ($n files): starting on 127.0.0.1:$port"
+		"$BIN" --claude.dir="$dir" --web.listen-address="127.0.0.1:$port" "${EXP_FLAGS[@]}" >"$OUT/daemon-mem-$n.log" 2>&1 &
+		DAEMON_PID=$!
+		"$WORK/tailprobe" -addr "127.0.0.1:$port" -pid "$DAEMON_PID" -dir "$dir" -settle "$MEM_SETTLE" -idle "${IDLE_SECONDS}s" -appends 0 \
+			-long-line-mb "$LONG_LINE_MB" -clk-tck "$(getconf CLK_TCK)" >"$OUT/mem-$n.txt" 2>>"$OUT/daemon-mem-$n.log" || true
+		kill "$DAEMON_PID" 2>/dev/null || true
+		wait "$DAEMON_PID" 2>/dev/null || true
+		DAEMON_PID=
+		rm -rf "$dir"
+		get() { sed -n "s/^$1=//p" "$OUT/mem-$n.txt"; }
+		if [ -n "$(get error)" ]; then
+			say "  $n: FAILED: $(get error)"
+			continue
+		fi
+		sayf '  %-8s %8s %9s %9s %9s %17s\n' "$n" "$(get ready_after_s)" "$(get rss_mib)" "$(get hwm_mib)" "$(get idle_cpu_pct)" "$(get rss_after_long_line_mib)"
+		if [ "$n" = 20000 ]; then
+			v=$(get hwm_mib)
+			target "$(awk "BEGIN { print ($v <= 64) ? \"PASS\" : \"FAIL\" }")" "peak RSS <= 64 MiB with 20,000 session files: $v MiB (resident after the backfill: $(get rss_mib) MiB)"
+			v=$(get idle_cpu_pct)
+			target "$(awk "BEGIN { print ($v < 0.5) ? \"PASS\" : \"FAIL\" }")" "idle daemon with 20,000 files < 0.5 % of a core: $v %"
+			v=$(get rss_after_long_line_mib)
+			target "$(awk "BEGIN { print ($v <= 64) ? \"PASS\" : \"FAIL\" }")" "resident size after a ${LONG_LINE_MB} MB line <= 64 MiB: $v MiB"
+		fi
+	done
+	say
+fi
+
 # ---------------------------------------------------------------- restart
 
 if has_step restart && [ -n "$HAS_STATE_FLAG" ]; then
@@ -549,7 +594,7 @@ fi
 # ---------------------------------------------------------------- targets
 
 if [ "${#TARGETS[@]}" -gt 0 ]; then
-	say "targets (issues 4 and 6):"
+	say "targets (issues 4, 6 and 11):"
 	for t in "${TARGETS[@]}"; do say "  $t"; done
 fi
 read -r LOAD1 LOAD5 _ </proc/loadavg

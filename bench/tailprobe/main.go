@@ -51,6 +51,7 @@ func main() {
 	timeout := flag.Duration("timeout", 15*time.Second, "give up on one append after this long")
 	gap := flag.Duration("gap", 50*time.Millisecond, "time between a request's placeholder line and its final line")
 	clkTck := flag.Int("clk-tck", 100, "clock ticks per second of /proc/PID/stat (getconf CLK_TCK)")
+	longMB := flag.Int("long-line-mb", 0, "at the end, append one line of this many MB and report the resident size once it is read (0 skips)")
 	flag.Parse()
 	if *addr == "" || *pid == 0 || *dir == "" {
 		fmt.Fprintln(os.Stderr, "usage: tailprobe -addr HOST:PORT -pid PID -dir CLAUDE_DIR [flags]")
@@ -108,6 +109,10 @@ func main() {
 	}
 	if rss, hwm, err := memStatus(*pid); err == nil {
 		fmt.Printf("rss_mib=%.1f\nhwm_mib=%.1f\n", rss, hwm)
+	}
+
+	if *longMB > 0 {
+		defer longLine(client, base, *dir, *pid, *longMB)
 	}
 
 	// Append latency.
@@ -405,4 +410,42 @@ func uuid() string {
 	b[8] = b[8]&0x3f | 0x80
 	h := hex.EncodeToString(b[:])
 	return h[0:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:]
+}
+
+// longLine appends one line of mb MB to a transcript, waits until the
+// daemon has read it (lines_read_total grows), gives it a second, and
+// reports the resident size: the buffers grown for the line must not stay.
+func longLine(client *http.Client, base, dir string, pid, mb int) {
+	files, err := appendable(dir, 1)
+	if err != nil || len(files) == 0 {
+		fatal(fmt.Errorf("long line: no transcript to append to: %v", err))
+	}
+	body, err := scrape(client, base)
+	if err != nil {
+		fatal(err)
+	}
+	before, _ := metric(body, linesMetric)
+	line := `{"type":"user","uuid":"probe-long-` + uuid() + `","sessionId":"` + sessionOf(files[0]) +
+		`","message":{"role":"user","content":"` + strings.Repeat("y", mb<<20) + `"}}` + "\n"
+	if err := appendLines(files[0], line); err != nil {
+		fatal(err)
+	}
+	start := time.Now()
+	for {
+		body, err := scrape(client, base)
+		if err != nil {
+			fatal(err)
+		}
+		if v, _ := metric(body, linesMetric); v > before {
+			break
+		}
+		if time.Since(start) > time.Minute {
+			fatal(fmt.Errorf("long line: not read after a minute"))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	time.Sleep(time.Second)
+	if rss, hwm, err := memStatus(pid); err == nil {
+		fmt.Printf("long_line_mb=%d\nlong_line_read_s=%.2f\nrss_after_long_line_mib=%.1f\nhwm_with_long_line_mib=%.1f\n", mb, time.Since(start).Seconds()-1, rss, hwm)
+	}
 }

@@ -1,0 +1,78 @@
+// Command gensessions writes a Claude config dir of many small session
+// transcripts, for the bench's memory and idle figures with tens of
+// thousands of files: each session is a prompt, a request with a tool
+// call, its result and a final request, spread over projects. Ids and
+// times are deterministic.
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+)
+
+func main() {
+	dir := flag.String("dir", "", "Claude config dir to create (projects/ under it)")
+	sessions := flag.Int("sessions", 20000, "session files")
+	projects := flag.Int("projects", 200, "project dirs they are spread over")
+	flag.Parse()
+	if *dir == "" || *sessions < 1 || *projects < 1 {
+		fmt.Fprintln(os.Stderr, "usage: gensessions -dir DIR [-sessions N] [-projects N]")
+		os.Exit(2)
+	}
+	for i := 0; i < *sessions; i++ {
+		if err := write(*dir, i, i%*projects); err != nil {
+			fmt.Fprintln(os.Stderr, "gensessions:", err)
+			os.Exit(1)
+		}
+	}
+}
+
+func write(dir string, i, p int) error {
+	cwd := fmt.Sprintf("/home/u/proj%d", p)
+	proj := filepath.Join(dir, "projects", fmt.Sprintf("-home-u-proj%d", p))
+	if err := os.MkdirAll(proj, 0o755); err != nil {
+		return err
+	}
+	sid := fmt.Sprintf("%08x-0000-4000-8000-%012x", i, i)
+	ts := fmt.Sprintf("2026-10-%02dT10:%02d:00.000Z", 1+i%28, i%60)
+	rec := func(typ, uuid, parent string, msg map[string]any) map[string]any {
+		r := map[string]any{"type": typ, "uuid": uuid, "sessionId": sid, "timestamp": ts, "cwd": cwd, "message": msg}
+		if parent != "" {
+			r["parentUuid"] = parent
+		}
+		return r
+	}
+	u1, a1, u2, a2 := fmt.Sprintf("u1-%d", i), fmt.Sprintf("a1-%d", i), fmt.Sprintf("u2-%d", i), fmt.Sprintf("a2-%d", i)
+	tool := fmt.Sprintf("toolu_gen%d", i)
+	lines := []map[string]any{
+		rec("user", u1, "", map[string]any{"role": "user", "content": "please fix the failing test"}),
+		rec("assistant", a1, u1, map[string]any{"id": fmt.Sprintf("msg_gen%d_a", i), "model": "claude-sonnet-4-5", "role": "assistant",
+			"stop_reason": "tool_use", "content": []any{map[string]any{"type": "tool_use", "id": tool, "name": "Read", "input": map[string]any{"file_path": "/x"}}},
+			"usage": map[string]any{"input_tokens": 10, "output_tokens": 20, "cache_read_input_tokens": 1000, "cache_creation_input_tokens": 50}}),
+		rec("user", u2, a1, map[string]any{"role": "user", "content": []any{map[string]any{"type": "tool_result", "tool_use_id": tool, "content": "ok"}}}),
+		rec("assistant", a2, u2, map[string]any{"id": fmt.Sprintf("msg_gen%d_b", i), "model": "claude-sonnet-4-5", "role": "assistant",
+			"stop_reason": "end_turn", "content": []any{map[string]any{"type": "text", "text": "done"}},
+			"usage": map[string]any{"input_tokens": 5, "output_tokens": 7}}),
+	}
+	f, err := os.Create(filepath.Join(proj, sid+".jsonl"))
+	if err != nil {
+		return err
+	}
+	w := bufio.NewWriter(f)
+	enc := json.NewEncoder(w)
+	for _, l := range lines {
+		if err := enc.Encode(l); err != nil {
+			f.Close()
+			return err
+		}
+	}
+	if err := w.Flush(); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
