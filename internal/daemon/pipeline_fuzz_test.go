@@ -10,7 +10,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
-	"sort"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -238,7 +238,7 @@ func (p *pipe) check() {
 				cur[k+"count"] = float64(h.GetSampleCount())
 				cur[k+"sum"] = h.GetSampleSum()
 				for _, b := range h.GetBucket() {
-					cur[fmt.Sprintf("%sle=%g", k, b.GetUpperBound())] = float64(b.GetCumulativeCount())
+					cur[k+"le="+strconv.FormatFloat(b.GetUpperBound(), 'g', -1, 64)] = float64(b.GetCumulativeCount())
 				}
 			case dto.MetricType_GAUGE:
 				if name == prom.Namespace+"_last_activity_timestamp_seconds" {
@@ -267,14 +267,19 @@ func (p *pipe) check() {
 	p.prev = cur
 }
 
-// seriesLabels renders a series' labels in a stable order, ending in '}'.
+// seriesLabels renders a series' labels (Gather sorts them by name),
+// ending in '}'.
 func seriesLabels(m *dto.Metric) string {
-	var parts []string
-	for _, l := range m.GetLabel() {
-		parts = append(parts, fmt.Sprintf("%s=%q", l.GetName(), l.GetValue()))
+	b := []byte{'{'}
+	for i, l := range m.GetLabel() {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, l.GetName()...)
+		b = append(b, '=')
+		b = strconv.AppendQuote(b, l.GetValue())
 	}
-	sort.Strings(parts)
-	return "{" + strings.Join(parts, ",") + "}"
+	return string(append(b, '}'))
 }
 
 // value returns the sum of the gathered series of a metric whose labels
