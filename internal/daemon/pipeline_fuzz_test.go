@@ -76,6 +76,8 @@ type pipe struct {
 	persisted map[string]bool
 	steps     int
 	restarts  int
+	// rejected is the usage problem of the line just recorded, if any.
+	rejected transcript.UsageProblem
 }
 
 func newPipe(tb testing.TB, now time.Time) *pipe {
@@ -86,6 +88,7 @@ func newPipe(tb testing.TB, now time.Time) *pipe {
 	for name := range p.usage.State() {
 		p.persisted[name] = true
 	}
+	p.check()
 	return p
 }
 
@@ -140,6 +143,10 @@ func (p *pipe) record(b []byte) {
 	if err := p.dec.Decode(b, &rec); err != nil {
 		p.self.DecodeErrors.WithLabelValues(string(transcript.ReasonOf(err))).Inc()
 		return
+	}
+	p.rejected = rec.Message.Usage.Problem
+	if p.rejected == "" && rec.HasEmbedded() {
+		p.rejected = rec.Embedded.Message.Usage.Problem
 	}
 	p.rd.record(p.files[p.cur], &rec, p.now)
 }
@@ -262,6 +269,20 @@ func (p *pipe) check() {
 		}
 		if v < was {
 			p.tb.Fatalf("step %d: %s went down from %v to %v", p.steps, k, was, v)
+		}
+	}
+	// A line whose usage was rejected is counted once in
+	// invalid_usage_total under its reason, and adds no token and no cost.
+	if r := p.rejected; r != "" {
+		p.rejected = ""
+		k := prom.Namespace + `_exporter_invalid_usage_total{reason="` + string(r) + `"}`
+		if cur[k] != p.prev[k]+1 {
+			p.tb.Fatalf("step %d: usage rejected as %s, but %s went from %v to %v", p.steps, r, k, p.prev[k], cur[k])
+		}
+		for k, v := range cur {
+			if (strings.HasPrefix(k, prom.Namespace+"_tokens_total{") || strings.HasPrefix(k, prom.Namespace+"_cost_usd_total{")) && v != p.prev[k] {
+				p.tb.Fatalf("step %d: usage rejected as %s, but %s moved from %v to %v", p.steps, r, k, p.prev[k], v)
+			}
 		}
 	}
 	p.prev = cur
