@@ -359,6 +359,35 @@ func corpusSessions(tb testing.TB, n, maxLines int) [][][]byte {
 	return out
 }
 
+// corpusLinesWith returns up to n real lines (at most 16 KiB each) that
+// contain sub. It fails when there is none.
+func corpusLinesWith(tb testing.TB, sub []byte, n int) [][]byte {
+	root := testbackend.CorpusDir(tb)
+	var out [][]byte
+	_ = filepath.WalkDir(root, func(path string, de fs.DirEntry, err error) error {
+		if err != nil || de.IsDir() || !strings.HasSuffix(path, ".jsonl") {
+			return nil
+		}
+		b, err := os.ReadFile(path)
+		if err != nil || !bytes.Contains(b, sub) {
+			return nil
+		}
+		for _, l := range bytes.Split(b, []byte("\n")) {
+			if len(l) <= 16<<10 && bytes.Contains(l, sub) {
+				out = append(out, bytes.Clone(l))
+				if len(out) >= n {
+					return fs.SkipAll
+				}
+			}
+		}
+		return nil
+	})
+	if len(out) == 0 {
+		tb.Fatalf("no line with %s under %s", sub, root)
+	}
+	return out
+}
+
 // pipeStart is the sequences' clock at start: the corpus' records are
 // from 2025-2026, so sessions are neither all idle nor all in the future.
 var pipeStart = time.Date(2026, 1, 15, 12, 0, 0, 0, time.UTC)
@@ -400,6 +429,10 @@ func FuzzPipeline(f *testing.F) {
 			fmt.Sprintf(req, 4, 4, 3, `"end_turn"`, "40", v, "1"),
 			"!f", "!T", "!f",
 		}, "\n")))
+	}
+	// Real compactions, then one with a context size that is none.
+	for _, l := range corpusLinesWith(f, []byte(`"subtype":"compact_boundary"`), 2) {
+		f.Add(bytes.Join([][]byte{l, []byte("!f"), bytes.Replace(l, []byte(`"preTokens":`), []byte(`"preTokens":-`), 1)}, []byte("\n")))
 	}
 	for _, s := range []string{"", "!s", "!s\n!s", "\xff\n!f", "{}\n!r\n{}", "!b\n!T\n!h"} {
 		f.Add([]byte(s))

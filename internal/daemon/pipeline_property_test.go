@@ -11,8 +11,9 @@ import (
 	"github.com/claude-transcript-exporter/claude-transcript-exporter/exporter/prom"
 )
 
-// usageField matches one token count of a usage object.
-var usageField = regexp.MustCompile(`"(input_tokens|output_tokens|cache_read_input_tokens|cache_creation_input_tokens|ephemeral_5m_input_tokens|ephemeral_1h_input_tokens)":(-?[0-9.eE+]+|"[^"]*"|true|false|null)`)
+// countField matches one token count of a usage object, or a
+// compaction's context size.
+var countField = regexp.MustCompile(`"(input_tokens|output_tokens|cache_read_input_tokens|cache_creation_input_tokens|ephemeral_5m_input_tokens|ephemeral_1h_input_tokens|preTokens)":(-?[0-9.eE+]+|"[^"]*"|true|false|null)`)
 
 // hostileCounts are usage values a line must not be counted with.
 var hostileCounts = []string{"-40", "-1", "1e308", "-1e308", `"12"`, "true", "false", "1.5", "0.5",
@@ -21,6 +22,8 @@ var hostileCounts = []string{"-40", "-1", "1e308", "-1e308", `"12"`, "true", "fa
 // mutator builds record sequences from real lines.
 type mutator struct {
 	rng *rand.Rand
+	// compactions are real compact_boundary lines, inserted now and then.
+	compactions [][]byte
 }
 
 // count returns a replacement for a usage count: hostile, or a valid
@@ -41,13 +44,13 @@ func (m *mutator) count(old string) string {
 	return old
 }
 
-// usage rewrites some of a line's usage counts.
+// usage rewrites some of a line's token counts.
 func (m *mutator) usage(line []byte, p float64) []byte {
-	return usageField.ReplaceAllFunc(line, func(f []byte) []byte {
+	return countField.ReplaceAllFunc(line, func(f []byte) []byte {
 		if m.rng.Float64() >= p {
 			return f
 		}
-		sub := usageField.FindSubmatch(f)
+		sub := countField.FindSubmatch(f)
 		return []byte(fmt.Sprintf(`"%s":%s`, sub[1], m.count(string(sub[2]))))
 	})
 }
@@ -84,6 +87,9 @@ func (m *mutator) sequence(lines [][]byte) [][]byte {
 		if m.rng.IntN(8) == 0 {
 			out = append(out, ops[m.rng.IntN(len(ops))])
 		}
+		if len(m.compactions) > 0 && m.rng.IntN(30) == 0 {
+			out = append(out, m.usage(bytes.Clone(m.compactions[m.rng.IntN(len(m.compactions))]), 0.7))
+		}
 	}
 	out = append(out, later...)
 	// Reorder: swap some neighbours.
@@ -109,12 +115,13 @@ func (m *mutator) sequence(lines [][]byte) [][]byte {
 // counted, so the invariant was tested on what it is about.
 func TestPipelineCountersNeverDecrease(t *testing.T) {
 	sessions := corpusSessions(t, 24, 120)
+	compactions := corpusLinesWith(t, []byte(`"subtype":"compact_boundary"`), 8)
 	const sequences = 160
 	var invalid = map[string]float64{}
-	var dups, tokens, decodeErrs float64
+	var dups, tokens, decodeErrs, compacted float64
 	restarts := 0
 	for seed := range uint64(sequences) {
-		m := &mutator{rng: rand.New(rand.NewPCG(seed, 0x11))}
+		m := &mutator{rng: rand.New(rand.NewPCG(seed, 0x11)), compactions: compactions}
 		base := sessions[int(seed)%len(sessions)]
 		seq := m.sequence(base)
 		p := newPipe(t, pipeStart)
@@ -141,6 +148,7 @@ func TestPipelineCountersNeverDecrease(t *testing.T) {
 		dups += p.value(prom.Namespace + "_exporter_duplicate_request_lines_total")
 		decodeErrs += p.value(prom.Namespace + "_exporter_decode_errors_total")
 		tokens += p.value(prom.Namespace + "_tokens_total")
+		compacted += p.value(prom.Namespace + "_compactions_total")
 		restarts += p.restarts
 	}
 	for r, n := range invalid {
@@ -148,9 +156,10 @@ func TestPipelineCountersNeverDecrease(t *testing.T) {
 			t.Errorf("no sequence had a usage rejected as %s: the generator misses a case", r)
 		}
 	}
-	if dups == 0 || tokens == 0 || restarts == 0 || decodeErrs == 0 {
-		t.Errorf("the generator misses a case: %v duplicate lines, %v tokens, %d restarts, %v decode errors", dups, tokens, restarts, decodeErrs)
+	if dups == 0 || tokens == 0 || restarts == 0 || decodeErrs == 0 || compacted == 0 {
+		t.Errorf("the generator misses a case: %v duplicate lines, %v tokens, %d restarts, %v decode errors, %v compactions",
+			dups, tokens, restarts, decodeErrs, compacted)
 	}
-	t.Logf("%d sequences: %v tokens, %v duplicate lines, %d restarts, invalid usage %v, %v decode errors",
-		sequences, tokens, dups, restarts, invalid, decodeErrs)
+	t.Logf("%d sequences: %v tokens, %v duplicate lines, %d restarts, invalid usage %v, %v decode errors, %v compactions",
+		sequences, tokens, dups, restarts, invalid, decodeErrs, compacted)
 }
