@@ -55,11 +55,24 @@ func (m *mutator) usage(line []byte, p float64) []byte {
 	})
 }
 
+// timestampField matches a record's timestamp.
+var timestampField = regexp.MustCompile(`"timestamp":"[^"]*"`)
+
+// hostileTimes are timestamps from far away or not timestamps at all.
+var hostileTimes = []string{`"0001-01-01T00:00:00Z"`, `"9999-12-31T23:59:59.999Z"`, `"1970-01-01T00:00:00Z"`,
+	`"2026-13-45T99:99:99Z"`, `""`, `1778784474379`, `-1`, `null`, `"2019-01-01T00:00:00Z"`}
+
+// timestamp replaces a line's timestamp with a hostile one.
+func (m *mutator) timestamp(line []byte) []byte {
+	return timestampField.ReplaceAll(line, []byte(`"timestamp":`+hostileTimes[m.rng.IntN(len(hostileTimes))]))
+}
+
 var ops = [][]byte{[]byte("!f"), []byte("!t"), []byte("!T"), []byte("!s"), []byte("!h"), []byte("!r"), []byte("!b"),
 	[]byte("!0"), []byte("!1"), []byte("!2"), []byte("!3")}
 
 // sequence mutates a real session into a record sequence: usage numbers
-// changed (negative, huge, float, string...), assistant lines copied later
+// changed (negative, huge, float, string...), timestamps from far away or
+// none, assistant lines copied later
 // (the same message id) with smaller or larger usage, neighbours swapped,
 // lines cut short, and operations (flushes, clock moves, restarts, other
 // files) in between.
@@ -74,6 +87,9 @@ func (m *mutator) sequence(lines [][]byte) [][]byte {
 		}
 		if m.rng.IntN(4) == 0 {
 			l = m.usage(l, 0.5)
+		}
+		if m.rng.IntN(20) == 0 {
+			l = m.timestamp(l)
 		}
 		if m.rng.IntN(25) == 0 && len(l) > 1 {
 			l = l[:m.rng.IntN(len(l))] // a cut line
