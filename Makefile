@@ -10,7 +10,7 @@ LDFLAGS  := -s -w \
 	-X github.com/prometheus/common/version.Branch=$(BRANCH)
 GO       ?= go
 
-.PHONY: all build anonymize run test backends test-short lint bench corpus up down logs check-deploy clean
+.PHONY: all build anonymize run test backends test-short fuzz lint bench corpus up down logs check-deploy clean
 
 all: build
 
@@ -43,6 +43,27 @@ backends:
 
 test-short:
 	$(GO) test -count=1 ./mapping/...
+
+# Go's native fuzzer on each target, one after the other, for FUZZTIME
+# each. A crash is saved as a regression case in the package's
+# testdata/fuzz/<Target>/ (replayed by every go test): commit it with the fix.
+# FUZZMINTIME bounds the minimizing of each new input (Go's default, 60s,
+# can take most of a short run).
+FUZZTIME ?= 60s
+FUZZMINTIME ?= 5s
+FUZZ_TARGETS := \
+	FuzzDecode:./mapping/transcript \
+	FuzzValidUTF8:./mapping/transcript \
+	FuzzStringEnd:./mapping/transcript \
+	FuzzPipeline:./internal/daemon \
+	FuzzTail:./internal/tail
+
+fuzz:
+	@set -e; for t in $(FUZZ_TARGETS); do \
+		name=$${t%%:*}; pkg=$${t#*:}; \
+		echo "== $$name ($$pkg) for $(FUZZTIME)"; \
+		$(GO) test -run '^$$' -fuzz "^$$name\$$" -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINTIME) $$pkg; \
+	done
 
 lint:
 	gofmt -l . | (! grep .) || (echo "gofmt needed on the files above" && exit 1)

@@ -128,6 +128,15 @@ func (r *Reader) ReadFrom(f *os.File, offset int64, opts ReadOptions, fn func(li
 				r.long = append(r.long, chunk...)
 				line = r.long
 			}
+			if r.maxLine > 0 && len(line) > r.maxLine {
+				// Over the cap without filling the buffer: too long, like
+				// a terminated line of that length.
+				r.long = r.long[:0]
+				if ferr := fn(nil, end, LineTooLong); ferr != nil {
+					return pos, ferr
+				}
+				return end, nil
+			}
 			if len(bytes.TrimSpace(line)) > 0 {
 				if ferr := fn(line, end, LineUnterminated); ferr != nil {
 					return pos, ferr

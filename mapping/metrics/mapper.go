@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/claude-transcript-exporter/claude-transcript-exporter/mapping/session"
+	"github.com/claude-transcript-exporter/claude-transcript-exporter/mapping/transcript"
 )
 
 // Token types: the values of the "type" label.
@@ -229,7 +230,12 @@ func (m *Mapper) Subagent(s *session.Subagent) {
 func (m *Mapper) Compaction(c *session.Compaction) {
 	trig := m.bound("trigger", c.Trigger)
 	m.obs.AddCompaction(trig, m.Project(c.Project))
-	m.obs.ObserveCompactionPreTokens(trig, float64(c.PreTokens))
+	// A context size outside [0, MaxUsageTokens] is not one (a negative
+	// one would lower the histogram's sum): the compaction counts, its
+	// size is not observed.
+	if c.PreTokens >= 0 && c.PreTokens <= transcript.MaxUsageTokens {
+		m.obs.ObserveCompactionPreTokens(trig, float64(c.PreTokens))
+	}
 }
 
 // APIError implements session.Sink.

@@ -2,10 +2,12 @@ package metrics
 
 import (
 	"fmt"
+	"math"
 	"testing"
 	"time"
 
 	"github.com/claude-transcript-exporter/claude-transcript-exporter/mapping/session"
+	"github.com/claude-transcript-exporter/claude-transcript-exporter/mapping/transcript"
 )
 
 type rec struct {
@@ -18,6 +20,8 @@ type rec struct {
 	sessions map[string]int
 	warmups  int
 	agents   map[string]int
+	compact  int
+	pre      []float64
 }
 
 func newRec() *rec {
@@ -27,19 +31,19 @@ func newRec() *rec {
 func (r *rec) AddTokens(model, typ, project string, n int64) {
 	r.tokens[model+"|"+typ+"|"+project] += n
 }
-func (r *rec) AddRequest(model, stop, project string)     { r.requests[model+"|"+stop+"|"+project]++ }
-func (r *rec) AddCost(_, _ string, usd float64)           { r.cost += usd }
-func (r *rec) AddUnpricedTokens(_ string, n int64)        { r.unpriced += n }
-func (r *rec) AddToolCall(tool, outcome, project string)  { r.tools[tool+"|"+outcome+"|"+project]++ }
-func (r *rec) ObserveToolDuration(string, float64)        { r.durs++ }
-func (r *rec) AddCompaction(string, string)               {}
-func (r *rec) ObserveCompactionPreTokens(string, float64) {}
-func (r *rec) AddSubagent(t, p string)                    { r.agents[t+"|"+p]++ }
-func (r *rec) AddWarmupAgent(string)                      { r.warmups++ }
-func (r *rec) AddSession(p string)                        { r.sessions[p]++ }
-func (r *rec) AddTurn(string)                             {}
-func (r *rec) AddAPIError(string, string)                 {}
-func (r *rec) Activity(string, string, time.Time)         {}
+func (r *rec) AddRequest(model, stop, project string)         { r.requests[model+"|"+stop+"|"+project]++ }
+func (r *rec) AddCost(_, _ string, usd float64)               { r.cost += usd }
+func (r *rec) AddUnpricedTokens(_ string, n int64)            { r.unpriced += n }
+func (r *rec) AddToolCall(tool, outcome, project string)      { r.tools[tool+"|"+outcome+"|"+project]++ }
+func (r *rec) ObserveToolDuration(string, float64)            { r.durs++ }
+func (r *rec) AddCompaction(string, string)                   { r.compact++ }
+func (r *rec) ObserveCompactionPreTokens(_ string, n float64) { r.pre = append(r.pre, n) }
+func (r *rec) AddSubagent(t, p string)                        { r.agents[t+"|"+p]++ }
+func (r *rec) AddWarmupAgent(string)                          { r.warmups++ }
+func (r *rec) AddSession(p string)                            { r.sessions[p]++ }
+func (r *rec) AddTurn(string)                                 {}
+func (r *rec) AddAPIError(string, string)                     {}
+func (r *rec) Activity(string, string, time.Time)             {}
 
 func TestProjectLabelModes(t *testing.T) {
 	cases := []struct {
@@ -129,5 +133,29 @@ func TestSessionsCountOnceAtStart(t *testing.T) {
 	m.Session(&session.Session{Where: session.Where{Project: "/a/b"}, Ended: true, End: time.Unix(1, 0)})
 	if r.sessions["b"] != 1 {
 		t.Fatalf("sessions = %v", r.sessions)
+	}
+}
+
+// TestCompactionPreTokensOutsideTheCapAreNotObserved: a compaction always
+// counts; its context size is observed only when it is one (0 to
+// MaxUsageTokens). FuzzPipeline found that preTokens -167828 made the
+// compaction_pre_tokens histogram's sum negative.
+func TestCompactionPreTokensOutsideTheCapAreNotObserved(t *testing.T) {
+	for _, tc := range []struct {
+		pre     int64
+		observe bool
+	}{
+		{0, true}, {167828, true}, {transcript.MaxUsageTokens, true},
+		{-1, false}, {-167828, false}, {math.MinInt64, false},
+		{transcript.MaxUsageTokens + 1, false}, {math.MaxInt64, false},
+	} {
+		r := newRec()
+		NewMapper(Config{}, r).Compaction(&session.Compaction{Trigger: "auto", PreTokens: tc.pre})
+		if r.compact != 1 {
+			t.Errorf("preTokens %d: %d compactions counted, want 1", tc.pre, r.compact)
+		}
+		if got := len(r.pre) == 1 && r.pre[0] == float64(tc.pre); got != tc.observe || len(r.pre) > 1 {
+			t.Errorf("preTokens %d: observed %v, want observed=%v", tc.pre, r.pre, tc.observe)
+		}
 	}
 }

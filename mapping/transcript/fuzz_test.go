@@ -89,6 +89,16 @@ func FuzzDecode(f *testing.F) {
 	} {
 		f.Add([]byte(s))
 	}
+	// Hostile usage values (issue 11): rejected with a reason, nothing
+	// counted (-0 and 0.0 are whole: read as 0).
+	for _, v := range []string{"-40", "1e308", "-1e308", `"12"`, "true", "1.5", "99999999999999999999999",
+		"9223372036854775807", "-9223372036854775808", "100000001", "1e9", "-0", "0.0", "[]", "{}"} {
+		f.Add([]byte(`{"type":"assistant","uuid":"u","message":{"id":"m","model":"claude-opus-4-5","stop_reason":"end_turn","usage":{"input_tokens":` +
+			v + `,"output_tokens":3,"cache_creation":{"ephemeral_5m_input_tokens":` + v + `}}}}`))
+	}
+	for _, s := range []string{"\xff\xfe{", "{\"type\":\"user\"", "\n", "\x00"} {
+		f.Add([]byte(s))
+	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		orig := bytes.Clone(data)
 		dec := NewDecoder(Options{})
@@ -145,6 +155,24 @@ func checkInvariants(t *testing.T, r *Record, opts Options) {
 	t.Helper()
 	check := func(r *Record) {
 		m := &r.Message
+		// Usage: every accepted count is a whole number from 0 to
+		// MaxUsageTokens; a rejected usage names a known reason and
+		// counts nothing.
+		u := &m.Usage
+		for _, n := range []int64{u.Input, u.Output, u.CacheRead, u.CacheCreation, u.Ephemeral5m, u.Ephemeral1h,
+			u.CacheWrite5m(), u.CacheWrite1h()} {
+			if n < 0 || n > MaxUsageTokens {
+				t.Fatalf("usage count %d outside [0, %d] accepted: %+v", n, MaxUsageTokens, *u)
+			}
+		}
+		if u.Problem != "" {
+			if !slices.Contains(UsageProblems(), u.Problem) {
+				t.Fatalf("usage rejected with unknown reason %q", u.Problem)
+			}
+			if *u != (Usage{Problem: u.Problem}) {
+				t.Fatalf("rejected usage still counts: %+v", *u)
+			}
+		}
 		if len(m.TextHead) > TextHeadMax || !utf8.ValidString(m.TextHead) || (m.TextHeadCut && len(m.TextHead) < TextHeadMax-3) {
 			t.Fatalf("bad TextHead %q (cut %v)", m.TextHead, m.TextHeadCut)
 		}

@@ -1,0 +1,67 @@
+package tail
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// TestReaderCapsTheUnterminatedLine: an unterminated last line read AtEOF
+// obeys the cap like any other, whether it filled the read buffer or not
+// (FuzzTail found a short buffer-fitting tail over the cap handed over
+// whole).
+func TestReaderCapsTheUnterminatedLine(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		content string
+		bufSize int
+		maxLine int
+		want    []got
+	}{
+		{"tail over the cap, fits the buffer", "ab\n{\"type\":\"assis", 64, 3,
+			[]got{{LineOK, "ab", 3}, {LineTooLong, "", 17}}},
+		{"tail over the cap, fills the buffer", "ab\n" + strings.Repeat("x", 40), 16, 20,
+			[]got{{LineOK, "ab", 3}, {LineTooLong, "", 43}}},
+		{"tail over the cap after a buffer's worth", "ab\n" + strings.Repeat("x", 24), 16, 20,
+			[]got{{LineOK, "ab", 3}, {LineTooLong, "", 27}}},
+		{"tail at the cap", "ab\nxyz", 64, 3,
+			[]got{{LineOK, "ab", 3}, {LineUnterminated, "xyz", 6}}},
+		{"no cap", "ab\n{\"type\":\"assis", 64, 0,
+			[]got{{LineOK, "ab", 3}, {LineUnterminated, "{\"type\":\"assis", 17}}},
+		{"blank tail over the cap", "ab\n      ", 64, 3,
+			[]got{{LineOK, "ab", 3}, {LineTooLong, "", 9}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := filepath.Join(t.TempDir(), "t.jsonl")
+			if err := os.WriteFile(p, []byte(tc.content), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			fh, err := os.Open(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer fh.Close()
+			var out []got
+			end, err := NewReader(tc.bufSize, tc.maxLine).ReadFrom(fh, 0, ReadOptions{AtEOF: true},
+				func(line []byte, end int64, st LineStatus) error {
+					out = append(out, got{st, string(line), end})
+					return nil
+				})
+			if err != nil || end != int64(len(tc.content)) {
+				t.Fatalf("ended at %d of %d: %v", end, len(tc.content), err)
+			}
+			if !slices.Equal(out, tc.want) {
+				t.Fatalf("got %v, want %v", out, tc.want)
+			}
+			// Lines over a planned range agrees.
+			var viaLines []got
+			Lines([]byte(tc.content), Range{End: int64(len(tc.content)), Unterminated: true}, tc.maxLine,
+				func(line []byte, end int64, st LineStatus) { viaLines = append(viaLines, got{st, string(line), end}) })
+			if !slices.Equal(viaLines, tc.want) {
+				t.Fatalf("Lines: %v, want %v", viaLines, tc.want)
+			}
+		})
+	}
+}
