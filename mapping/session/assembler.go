@@ -788,7 +788,7 @@ func (a *Assembler) system(c *ctxState, r *transcript.Record) {
 // unanswered, and closes turns, subagents and sessions. A non-final flush
 // emits requests that have settled and closes sessions idle past the idle
 // timeout.
-func (a *Assembler) Flush(now time.Time, final bool) { a.flush(now, final, false) }
+func (a *Assembler) Flush(now time.Time, final bool) { a.flush(now, final, false, false) }
 
 // FlushHistory is a non-final Flush for a pause while history is read in
 // groups of files: it settles and closes what it can, so that memory
@@ -798,20 +798,25 @@ func (a *Assembler) Flush(now time.Time, final bool) { a.flush(now, final, false
 // contexts once a whole group goes by without them.
 // Every request read so far is complete (the history is on disk), so
 // none waits for the settle time.
-func (a *Assembler) FlushHistory(now time.Time) { a.flush(now, false, true) }
+func (a *Assembler) FlushHistory(now time.Time) { a.flush(now, false, true, true) }
 
 // FlushRead is a non-final Flush after the history has been read: every
 // request read so far is emitted without waiting for the settle time (what
 // was on disk is complete; a request being streamed right now then grows
-// by the difference), and sessions close on the usual idle rule.
+// by the difference), and sessions whose last record is older than the
+// idle timeout close at once.
 func (a *Assembler) FlushRead(now time.Time) {
 	for _, st := range a.requests {
 		st.complete = true
 	}
-	a.flush(now, false, false)
+	a.flush(now, false, false, true)
 }
 
-func (a *Assembler) flush(now time.Time, final, history bool) {
+// read says everything read so far is on disk whole (a pause in the
+// history or its end): a session whose last record is older than the
+// idle timeout closes at once instead of after the settle time, so that
+// a backfill holds one group's sessions, not the history's.
+func (a *Assembler) flush(now time.Time, final, history, read bool) {
 	var ready []*reqState
 	for _, st := range a.requests {
 		if final || history || st.complete || now.Sub(st.lastSeen) >= a.cfg.Settle {
@@ -830,7 +835,7 @@ func (a *Assembler) flush(now time.Time, final, history bool) {
 			}
 			continue
 		}
-		if final || a.idle(s, now) {
+		if final || a.idle(s, now) || read && a.stale(s, now) {
 			closing = append(closing, s)
 		}
 	}
@@ -860,6 +865,11 @@ func (a *Assembler) idle(s *sessState, now time.Time) bool {
 		return true
 	}
 	return !s.last.IsZero() && now.Sub(s.lastSeen) >= a.cfg.Settle && now.Sub(s.last) >= a.cfg.IdleTimeout
+}
+
+// stale says a session's last record is older than the idle timeout.
+func (a *Assembler) stale(s *sessState, now time.Time) bool {
+	return a.cfg.IdleTimeout > 0 && !s.last.IsZero() && now.Sub(s.last) >= a.cfg.IdleTimeout
 }
 
 // refreshProject sets w.Project from its session as known now: a

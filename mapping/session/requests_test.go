@@ -1,6 +1,7 @@
 package session
 
 import (
+	"strings"
 	"testing"
 	"time"
 )
@@ -394,5 +395,42 @@ func TestAssistantLineWithoutMessageIDIsNoRequest(t *testing.T) {
 	}
 	if st.NoMessageID != 1 {
 		t.Errorf("Stats().NoMessageID = %d, want 1", st.NoMessageID)
+	}
+}
+
+// TestReadHistoryClosesStaleSessionsAtOnce: after a group of history or
+// at the end of the backfill, a session whose last record is older than
+// the idle timeout closes at once (memory then holds one group's sessions,
+// not the history's); a recent one stays open, and a live Flush still
+// waits for the settle time.
+func TestReadHistoryClosesStaleSessionsAtOnce(t *testing.T) {
+	tests := []struct {
+		name  string
+		flush func(*Assembler, time.Time)
+		want  []string
+	}{
+		{"history pause", (*Assembler).FlushHistory, []string{sessA}},
+		{"end of the backfill", (*Assembler).FlushRead, []string{sessA}},
+		{"live flush waits for the settle time", func(a *Assembler, now time.Time) { a.Flush(now, false) }, nil},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFeeder(t, Config{Settle: 3 * time.Second, IdleTimeout: 30 * time.Minute})
+			now := at(3600)
+			f.add(sessionPath(sessA), now, U{UUID: "u1", Sec: 0, Text: "old"}.String(),
+				A{UUID: "a1", Parent: "u1", Sec: 1, Msg: "msg_old", In: 1, Out: 1, Stop: "end_turn"}.String())
+			f.add(sessionPath(sessB), now, U{UUID: "u2", Session: sessB, Sec: 3500, Text: "recent"}.String(),
+				A{UUID: "a2", Parent: "u2", Session: sessB, Sec: 3501, Msg: "msg_new", In: 1, Out: 1, Stop: "end_turn"}.String())
+			tc.flush(f.asm, now)
+			var closed []string
+			for _, s := range f.log.sessions {
+				if s.Ended {
+					closed = append(closed, s.SessionID)
+				}
+			}
+			if strings.Join(closed, ",") != strings.Join(tc.want, ",") {
+				t.Errorf("closed %v, want %v", closed, tc.want)
+			}
+		})
 	}
 }
