@@ -195,6 +195,9 @@ func compareRecord(t *testing.T, path string, ref *refRecord, rec *Record) {
 				if st, _ := in["subagent_type"].(string); st != got.ToolUses[uses].SubagentType {
 					t.Fatalf("%s: subagent_type %q want %q", path, got.ToolUses[uses].SubagentType, st)
 				}
+				if bg, _ := in["run_in_background"].(bool); bg != got.ToolUses[uses].Background {
+					t.Fatalf("%s: run_in_background %v want %v", path, got.ToolUses[uses].Background, bg)
+				}
 			}
 			uses++
 		case "tool_result":

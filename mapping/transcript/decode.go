@@ -719,7 +719,8 @@ func (d *Decoder) block(b []byte, v int, m *Message) (int, error) {
 	return end, nil
 }
 
-// taskInput reads subagent_type and description from a Task/Agent input.
+// taskInput reads subagent_type, description and run_in_background from a
+// Task/Agent input.
 func (d *Decoder) taskInput(b []byte, v int, tu *ToolUse) {
 	if v >= len(b) || b[v] != '{' {
 		return
@@ -730,6 +731,10 @@ func (d *Decoder) taskInput(b []byte, v int, tu *ToolUse) {
 			s, next, err := d.str(b, v, true)
 			tu.SubagentType = s
 			return next, err
+		case "run_in_background":
+			if v+4 <= len(b) && string(b[v:v+4]) == "true" {
+				tu.Background = true
+			}
 		case "description":
 			if v < len(b) && b[v] == '"' {
 				raw, esc, next, err := readString(b, v)

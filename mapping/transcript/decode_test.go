@@ -458,6 +458,17 @@ func TestDecodeTaskInputInEitherKeyOrder(t *testing.T) {
 			eq(t, "ToolUse", r.Message.ToolUses[0], ToolUse{ID: "toolu_1", Name: tc.wantName, SubagentType: tc.wantType, Description: tc.wantDesc})
 		})
 	}
+	t.Run("run_in_background", func(t *testing.T) {
+		for block, want := range map[string]bool{
+			`{"type":"tool_use","id":"t","name":"Agent","input":{"run_in_background":true,"subagent_type":"Explore"}}`: true,
+			`{"type":"tool_use","id":"t","name":"Task","input":{"subagent_type":"Explore","run_in_background":false}}`: false,
+			`{"type":"tool_use","id":"t","name":"Task","input":{"run_in_background":"true"}}`:                          false,
+			`{"type":"tool_use","id":"t","name":"Bash","input":{"run_in_background":true}}`:                            false,
+		} {
+			r := decodeOK(t, Options{}, `{"type":"assistant","message":{"content":[`+block+`]}}`)
+			eq(t, block, r.Message.ToolUses[0].Background, want)
+		}
+	})
 	t.Run("long description is cut at 256 bytes on a rune boundary", func(t *testing.T) {
 		desc := strings.Repeat("a", 255) + "éé"
 		r := decodeOK(t, Options{}, `{"type":"assistant","message":{"content":[{"type":"tool_use","id":"t","name":"Task","input":{"description":"`+desc+`"}}]}}`)

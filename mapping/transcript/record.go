@@ -138,6 +138,10 @@ type ToolUse struct {
 	// calls only.
 	SubagentType string
 	Description  string
+	// Background says a Task/Agent call asked to run in the background
+	// (run_in_background: true): its result comes back at once and the
+	// subagent works on after it.
+	Background bool
 	// Input is the raw JSON input, kept only when Options.KeepToolIO is set.
 	Input string
 }
