@@ -27,7 +27,8 @@ func sample() []spans.Span {
 	return []spans.Span{
 		{
 			TraceID: tr, SpanID: spans.RootSpanID(sid), Name: "session", Start: t0, End: t0.Add(time.Minute),
-			Attrs: []spans.Attr{spans.String(spans.AttrConversationID, sid), spans.Int(spans.AttrSessionTurns, 1)},
+			Attrs: []spans.Attr{spans.String(spans.AttrConversationID, sid), spans.Int(spans.AttrSessionTurns, 1),
+				spans.Float(spans.AttrCostUSD, 1.25)},
 			Events: []spans.Event{{Name: spans.EventAPIError, Time: t0.Add(time.Second),
 				Attrs: []spans.Attr{spans.String(spans.AttrAPIErrorKind, "rate_limit"), spans.Int(spans.AttrHTTPStatusCode, 429)}}},
 		},
