@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/url"
 	"os"
+	"path/filepath"
 	"regexp"
 	"sort"
 	"strings"
@@ -407,7 +408,7 @@ func TestDashboardTraceLinks(t *testing.T) {
 					u, _ := lm["url"].(string)
 					if strings.Contains(u, "${__field.labels.project}") {
 						ds, q := tempoPane(t, u)
-						if ds != "tempo" || !strings.Contains(q, `claude_code.project.path =~ ".*/my-repo"`) {
+						if ds != "tempo" || !strings.Contains(q, `name =~ "session .*" && span.claude_code.project = "my-repo"`) {
 							t.Errorf("%s: project link %q: datasource %q query %q", file, lm["title"], ds, q)
 						}
 						projectLinks++
@@ -417,6 +418,31 @@ func TestDashboardTraceLinks(t *testing.T) {
 		}
 		if projectLinks == 0 {
 			t.Errorf("%s: no per-project trace link", file)
+		}
+	}
+}
+
+// TestDashboardSpanNames: the dashboards' TraceQL uses the span names and
+// attributes the exporter sends (the root span is "session <project>
+// <id8>", the project attribute claude_code.project), none of the old ones.
+func TestDashboardSpanNames(t *testing.T) {
+	files, err := filepath.Glob(filepath.Join("grafana", "dashboards", "*.json"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("dashboards: %v %v", files, err)
+	}
+	for _, f := range files {
+		raw, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		text, err := url.QueryUnescape(strings.ReplaceAll(string(raw), "+", "%2B"))
+		if err != nil {
+			text = string(raw)
+		}
+		for _, old := range []string{`name = \"session\"`, `name = \\\"session\\\"`, "claude_code.project.path", "claude_code.session.id"} {
+			if strings.Contains(text, old) {
+				t.Errorf("%s: stale span name or attribute %s", f, old)
+			}
 		}
 	}
 }

@@ -87,7 +87,9 @@ func spanTree(t *testing.T, dir string) []string {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, binary(t), "--oneshot", "--log.level=warn", "--claude.dir="+dir,
+	// No project in span names: anonymizing fills project names, which
+	// the root span's name carries by default.
+	cmd := exec.CommandContext(ctx, binary(t), "--oneshot", "--log.level=warn", "--claude.dir="+dir, "--metrics.project-label=none",
 		"--traces.exporter=stdout", "--traces.since=0", "--oneshot.metrics-file="+filepath.Join(t.TempDir(), "metrics.prom"))
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr

@@ -72,6 +72,8 @@ func run(args []string) int {
 	enumFlag(app, "traces.exporter", "Span exporter: otlp, stdout (OTLP JSON), none, or auto (otlp when an OTLP endpoint is configured, else none).", &cfg.Traces.Exporter, "auto", "otlp", "stdout", "none")
 	capture := app.Flag("traces.capture", "Content to put on spans, comma-separated subset of prompts,responses,tools,thinking. Default: none (no text leaves the machine).").String()
 	intFlag(app, "traces.capture-max-bytes", "Cap on each captured text.", &cfg.Traces.CaptureMaxBytes)
+	app.Flag("traces.identifying-attributes", "Put the git branch on spans and host.name on their resource (off: spans name the project as --metrics.project-label does, and neither the branch nor the host).").
+		BoolVar(&cfg.Traces.Identifying)
 	enumFlag(app, "traces.granularity", "One trace per session, or per turn (for very long sessions and trace-size limits).", &cfg.Traces.Granularity, "session", "turn")
 	durationFlag(app, "traces.since", "Export the spans of sessions active in this window before start (7d, 30d; 0: all history); "+
 		"everything after start is exported. Metrics always count all history.", &cfg.Traces.Since)

@@ -42,7 +42,7 @@ func chatSpans(n int) []spans.Span {
 func BenchmarkQueueToCollector(b *testing.B) {
 	c := testbackend.StartCollector(b)
 	in := chatSpans(20000)
-	res, err := otlp.NewResource(context.Background(), "bench")
+	res, err := otlp.NewResource(context.Background(), "bench", false)
 	if err != nil {
 		b.Fatal(err)
 	}

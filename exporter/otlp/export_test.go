@@ -27,7 +27,8 @@ func sample() []spans.Span {
 	return []spans.Span{
 		{
 			TraceID: tr, SpanID: spans.RootSpanID(sid), Name: "session", Start: t0, End: t0.Add(time.Minute),
-			Attrs: []spans.Attr{spans.String(spans.AttrConversationID, sid), spans.Int(spans.AttrSessionTurns, 1)},
+			Attrs: []spans.Attr{spans.String(spans.AttrConversationID, sid), spans.Int(spans.AttrSessionTurns, 1),
+				spans.Float(spans.AttrCostUSD, 1.25)},
 			Events: []spans.Event{{Name: spans.EventAPIError, Time: t0.Add(time.Second),
 				Attrs: []spans.Attr{spans.String(spans.AttrAPIErrorKind, "rate_limit"), spans.Int(spans.AttrHTTPStatusCode, 429)}}},
 		},
@@ -112,7 +113,7 @@ func check(t *testing.T, got []testbackend.Span, want []spans.Span) {
 func newResource(t *testing.T) *resource.Resource {
 	t.Setenv("OTEL_SERVICE_NAME", "")
 	t.Setenv("OTEL_RESOURCE_ATTRIBUTES", "")
-	res, err := otlp.NewResource(context.Background(), "v9")
+	res, err := otlp.NewResource(context.Background(), "v9", true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -162,7 +163,7 @@ func TestReadOnly(t *testing.T) {
 func TestResourceFromEnv(t *testing.T) {
 	t.Setenv("OTEL_SERVICE_NAME", "my-claude")
 	t.Setenv("OTEL_RESOURCE_ATTRIBUTES", "team=ml,service.version=override")
-	res, err := otlp.NewResource(context.Background(), "")
+	res, err := otlp.NewResource(context.Background(), "", true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -175,10 +176,13 @@ func TestResourceFromEnv(t *testing.T) {
 	}
 	t.Setenv("OTEL_SERVICE_NAME", "")
 	t.Setenv("OTEL_RESOURCE_ATTRIBUTES", "")
-	res, _ = otlp.NewResource(context.Background(), "")
+	res, _ = otlp.NewResource(context.Background(), "", false)
 	for _, kv := range res.Attributes() {
 		if kv.Key == "service.version" && kv.Value.String() != "dev" {
 			t.Errorf("default version %q", kv.Value.String())
+		}
+		if kv.Key == "host.name" {
+			t.Errorf("host.name %q without identifying attributes", kv.Value.String())
 		}
 	}
 }

@@ -172,6 +172,8 @@ func attrs(in []spans.Attr) []attribute.KeyValue {
 			out[i] = attribute.Bool(a.Key, a.Value.Bool)
 		case spans.TypeStringSlice:
 			out[i] = attribute.StringSlice(a.Key, a.Value.Strs)
+		case spans.TypeFloat:
+			out[i] = attribute.Float64(a.Key, a.Value.Float())
 		default:
 			out[i] = attribute.String(a.Key, a.Value.Str)
 		}

@@ -123,6 +123,9 @@ func spanValue(v spans.Value) jsonValue {
 			vals[i] = strValue(s)
 		}
 		return jsonValue{ArrayValue: &jsonValues{Values: vals}}
+	case spans.TypeFloat:
+		f := v.Float()
+		return jsonValue{DoubleValue: &f}
 	}
 	return strValue(v.Str)
 }

@@ -14,21 +14,26 @@ const DefaultServiceName = "claude-code"
 
 // NewResource returns the resource of every exported span: service.name
 // claude-code and service.version the exporter's version (or "dev"),
-// host.name, then OTEL_RESOURCE_ATTRIBUTES and OTEL_SERVICE_NAME, which
-// override the defaults. A malformed OTEL_RESOURCE_ATTRIBUTES gives an
-// error along with the resource built from the rest.
-func NewResource(ctx context.Context, version string) (*resource.Resource, error) {
+// host.name when host is set (it names the machine: off unless the user
+// asks for identifying attributes), then OTEL_RESOURCE_ATTRIBUTES and
+// OTEL_SERVICE_NAME, which override the defaults. A malformed
+// OTEL_RESOURCE_ATTRIBUTES gives an error along with the resource built
+// from the rest.
+func NewResource(ctx context.Context, version string, host bool) (*resource.Resource, error) {
 	if version == "" {
 		version = "dev"
 	}
-	res, err := resource.New(ctx,
+	opts := []resource.Option{
 		resource.WithAttributes(
 			attribute.String("service.name", DefaultServiceName),
 			attribute.String("service.version", version),
 		),
-		resource.WithHost(),
-		resource.WithFromEnv(),
-	)
+	}
+	if host {
+		opts = append(opts, resource.WithHost())
+	}
+	opts = append(opts, resource.WithFromEnv())
+	res, err := resource.New(ctx, opts...)
 	if err != nil {
 		return res, fmt.Errorf("build resource: %w", err)
 	}

@@ -95,6 +95,8 @@ func fullSpan() spans.Span {
 			spans.Bool("true", true),
 			spans.Strings("gen_ai.response.finish_reasons", "tool_use", "", "end_turn"),
 			spans.String("emoji", "🦀 \u2028 \x00 nul"),
+			spans.Float("claude_code.cost.usd", 0.1234567890123),
+			spans.Float("float.zero", 0),
 		},
 		Status:        spans.StatusError,
 		StatusMessage: "tool failed: exit 1",

@@ -75,6 +75,9 @@ type TracesConfig struct {
 	Capture         []string // --traces.capture (prompts,responses,tools,thinking)
 	CaptureMaxBytes int      // --traces.capture-max-bytes
 	Granularity     string   // --traces.granularity (session|turn)
+	// Identifying puts the git branch on spans and host.name on their
+	// resource (--traces.identifying-attributes); off by default.
+	Identifying bool
 	// Since is the backfill window of spans (--traces.since): the spans of
 	// a session none of whose files was modified in the last Since are not
 	// exported (its metrics still count); 0 exports all history.

@@ -79,7 +79,7 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger, stdout io.Writer)
 	mapper := metrics.NewMapper(metrics.Config{Project: projectLabel, Prices: prices}, usage)
 
 	// Traces.
-	traces, err := newTraces(ctx, &cfg, logger.With("component", "traces"), self, stdout)
+	traces, err := newTraces(ctx, &cfg, prices, logger.With("component", "traces"), self, stdout)
 	if err != nil {
 		return err
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/claude-transcript-exporter/claude-transcript-exporter/exporter/otlp"
 	"github.com/claude-transcript-exporter/claude-transcript-exporter/exporter/prom"
 	"github.com/claude-transcript-exporter/claude-transcript-exporter/internal/safefile"
+	"github.com/claude-transcript-exporter/claude-transcript-exporter/mapping/metrics"
 	"github.com/claude-transcript-exporter/claude-transcript-exporter/mapping/session"
 	"github.com/claude-transcript-exporter/claude-transcript-exporter/mapping/spans"
 )
@@ -51,11 +52,12 @@ const (
 
 // newTraces builds the span pipeline — builder → queue → exporter — or
 // returns nil when traces are off.
-func newTraces(ctx context.Context, cfg *Config, logger *slog.Logger, self *prom.Self, stdout io.Writer) (*tracesStage, error) {
-	return buildTraces(ctx, cfg, logger, self, stdout, os.Getenv)
+// Spans are priced with the metrics' price table.
+func newTraces(ctx context.Context, cfg *Config, prices *metrics.Prices, logger *slog.Logger, self *prom.Self, stdout io.Writer) (*tracesStage, error) {
+	return buildTraces(ctx, cfg, prices, logger, self, stdout, os.Getenv)
 }
 
-func buildTraces(ctx context.Context, cfg *Config, logger *slog.Logger, self *prom.Self, stdout io.Writer, getenv func(string) string) (*tracesStage, error) {
+func buildTraces(ctx context.Context, cfg *Config, prices *metrics.Prices, logger *slog.Logger, self *prom.Self, stdout io.Writer, getenv func(string) string) (*tracesStage, error) {
 	tc := cfg.Traces
 	kind := exporterKind(tc, getenv)
 	if kind == "none" {
@@ -66,7 +68,7 @@ func buildTraces(ctx context.Context, cfg *Config, logger *slog.Logger, self *pr
 	if v == "" {
 		v = "dev"
 	}
-	res, err := otlp.NewResource(ctx, v)
+	res, err := otlp.NewResource(ctx, v, tc.Identifying)
 	if err != nil {
 		if res == nil {
 			return nil, fmt.Errorf("--traces.exporter: %w", err)
@@ -150,7 +152,7 @@ func buildTraces(ctx context.Context, cfg *Config, logger *slog.Logger, self *pr
 			lastClamped = c
 		}
 	}
-	b = spans.NewBuilder(builderConfig(tc), emit)
+	b = spans.NewBuilder(builderConfig(tc, cfg.ProjectLabel, prices), emit)
 	spool := "none"
 	if qcfg.Spool != nil {
 		spool = qcfg.Spool.Dir()
@@ -314,9 +316,14 @@ func otlpHeaders(flag string, getenv func(string) string) (map[string]string, er
 	return h, nil
 }
 
-func builderConfig(tc TracesConfig) spans.Config {
+// builderConfig maps the flags to the span builder's configuration: the
+// project in the form of the metrics' label (--metrics.project-label),
+// costs from the metrics' price table (nil: no cost on spans).
+func builderConfig(tc TracesConfig, projectLabel string, prices *metrics.Prices) spans.Config {
 	c := spans.Config{
 		CaptureMaxBytes: tc.CaptureMaxBytes,
+		Identifying:     tc.Identifying,
+		Project:         spanProject(projectLabel),
 		Capture: spans.Capture{
 			Prompts:   tc.Captures(CapturePrompts),
 			Responses: tc.Captures(CaptureResponses),
@@ -327,7 +334,25 @@ func builderConfig(tc TracesConfig) spans.Config {
 	if tc.Granularity == "turn" {
 		c.Granularity = spans.GranularityTurn
 	}
+	if prices != nil {
+		c.Price = func(model string, t session.Tokens) (float64, bool) {
+			p, ok := prices.Lookup(model)
+			return p.Cost(t), ok
+		}
+	}
 	return c
+}
+
+// spanProject returns how spans name a session's project: as the
+// metrics' project label does (none, basename or path).
+func spanProject(label string) func(string) string {
+	switch metrics.ProjectLabel(label) {
+	case metrics.ProjectNone:
+		return func(string) string { return "" }
+	case metrics.ProjectPath:
+		return func(p string) string { return p }
+	}
+	return metrics.Basename
 }
 
 // selfObserver moves the queue's counts into the self-metrics.

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/claude-transcript-exporter/claude-transcript-exporter/internal/testbackend"
+	"github.com/claude-transcript-exporter/claude-transcript-exporter/mapping/metrics"
+	"github.com/claude-transcript-exporter/claude-transcript-exporter/mapping/spans"
 )
 
 // tracesBuildBinary builds the real binary into a temp dir.
@@ -52,6 +54,42 @@ func tracesRunBinary(t *testing.T, bin string, args ...string) (string, string, 
 		t.Fatalf("run %s: %v\n%s", bin, err, stderr.String())
 	}
 	return stdout.String(), stderr.String(), code
+}
+
+// TestIdentifyingAttributesToCollector: with --traces.identifying-attributes
+// and --metrics.project-label=path the spans that reach a real collector
+// carry host.name, the git branch and the full working directory.
+func TestIdentifyingAttributesToCollector(t *testing.T) {
+	bin := tracesBuildBinary(t)
+	c := testbackend.StartCollector(t)
+	dir := filepath.Join(testbackend.CorpusDir(t), "mlevison")
+	expected, _ := tracesOneshotStdout(t, dir, nil)
+	_, stderr, code := tracesRunBinary(t, bin, "--oneshot", "--claude.dir="+dir, "--traces.identifying-attributes",
+		"--metrics.project-label=path", "--traces.exporter=otlp", "--traces.since=0", "--otlp.endpoint="+c.Endpoint(), "--otlp.insecure")
+	if code != 0 {
+		t.Fatalf("exit %d\n%s", code, stderr)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	got, err := c.WaitForSpans(ctx, len(expected))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var branches, paths int
+	for _, s := range got {
+		if s.Resource["host.name"] == nil {
+			t.Fatalf("no host.name with --traces.identifying-attributes: %v", s.Resource)
+		}
+		if s.Attrs[spans.AttrGitBranch] != nil {
+			branches++
+		}
+		if p, ok := s.Attrs[spans.AttrProject].(string); ok && strings.Contains(p, "/") {
+			paths++
+		}
+	}
+	if branches == 0 || paths == 0 {
+		t.Errorf("%d spans with a branch, %d with a project path; want some of each", branches, paths)
+	}
 }
 
 // TestOneshotToCollector runs the real binary with --oneshot against
@@ -102,9 +140,17 @@ func TestOneshotToCollector(t *testing.T) {
 	if d := tracesDiff(want, have); d != "" {
 		t.Errorf("received spans differ from the in-process ones:\n%s", d)
 	}
+	// Private by default: no host name, no branch, the project as the
+	// metrics label (its basename).
 	for _, s := range got {
-		if s.Resource["service.name"] != "claude-code" || s.Resource["host.name"] == nil || s.Resource["service.version"] == nil {
+		if s.Resource["service.name"] != "claude-code" || s.Resource["host.name"] != nil || s.Resource["service.version"] == nil {
 			t.Fatalf("resource %v", s.Resource)
+		}
+		if s.Attrs[spans.AttrGitBranch] != nil {
+			t.Fatalf("%s: branch %v without --traces.identifying-attributes", s.Name, s.Attrs[spans.AttrGitBranch])
+		}
+		if p, ok := s.Attrs[spans.AttrProject].(string); ok && p != metrics.Basename(p) {
+			t.Fatalf("%s: project %q, want its basename", s.Name, p)
 		}
 	}
 	t.Logf("end to end, one run per tree: %d spans from %d trees in %v of one-shot runs (%.0f spans/s, reading and exporting)",

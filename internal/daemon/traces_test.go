@@ -11,6 +11,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/claude-transcript-exporter/claude-transcript-exporter/exporter/prom"
+	"github.com/claude-transcript-exporter/claude-transcript-exporter/mapping/metrics"
+	"github.com/claude-transcript-exporter/claude-transcript-exporter/mapping/session"
 	"github.com/claude-transcript-exporter/claude-transcript-exporter/mapping/spans"
 )
 
@@ -75,16 +77,32 @@ func TestOTLPHeaders(t *testing.T) {
 }
 
 func TestBuilderConfig(t *testing.T) {
-	c := builderConfig(TracesConfig{Capture: []string{CaptureTools, CaptureThinking}, CaptureMaxBytes: 7, Granularity: "turn"})
-	want := spans.Config{Granularity: spans.GranularityTurn, CaptureMaxBytes: 7, Capture: spans.Capture{Tools: true, Thinking: true}}
-	if c != want {
-		t.Errorf("got %+v, want %+v", c, want)
+	c := builderConfig(TracesConfig{Capture: []string{CaptureTools, CaptureThinking}, CaptureMaxBytes: 7, Granularity: "turn"}, "basename", nil)
+	if c.Granularity != spans.GranularityTurn || c.CaptureMaxBytes != 7 || c.Capture != (spans.Capture{Tools: true, Thinking: true}) ||
+		c.Identifying || c.Price != nil {
+		t.Errorf("got %+v", c)
+	}
+	// The project takes the form of the metrics label.
+	for label, want := range map[string]string{"basename": "repo", "path": `C:\Users\alice\repo`, "none": ""} {
+		c := builderConfig(TracesConfig{}, label, nil)
+		if got := c.Project(`C:\Users\alice\repo`); got != want {
+			t.Errorf("--metrics.project-label=%s: project %q, want %q", label, got, want)
+		}
+	}
+	// Costs come from the metrics' price table.
+	c = builderConfig(TracesConfig{Identifying: true}, "basename", metrics.DefaultPrices())
+	usd, ok := c.Price("claude-opus-4-5", session.Tokens{Output: 1_000_000})
+	if !c.Identifying || !ok || usd <= 0 {
+		t.Errorf("price %v %v identifying %v", usd, ok, c.Identifying)
+	}
+	if _, ok := c.Price("glm-4.7", session.Tokens{Output: 1}); ok {
+		t.Error("an unpriced model has a price")
 	}
 }
 
 func TestTracesOffBuildsNothing(t *testing.T) {
 	cfg := NewConfig()
-	st, err := buildTraces(context.Background(), &cfg, slog.New(slog.DiscardHandler), prom.NewSelf(prometheus.NewRegistry()), io.Discard, envOf(nil))
+	st, err := buildTraces(context.Background(), &cfg, nil, slog.New(slog.DiscardHandler), prom.NewSelf(prometheus.NewRegistry()), io.Discard, envOf(nil))
 	if err != nil || st != nil {
 		t.Errorf("auto without endpoint: %v %v", st, err)
 	}

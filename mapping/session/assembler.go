@@ -534,7 +534,7 @@ func (a *Assembler) assistant(c *ctxState, r *transcript.Record, now time.Time) 
 			Name:         tu.Name,
 			MessageID:    m.ID,
 			Start:        r.Timestamp,
-			SubagentType: tu.SubagentType,
+			SubagentType: SubagentType(tu),
 			Description:  tu.Description,
 			Input:        tu.Input,
 		}}
@@ -552,6 +552,20 @@ func (a *Assembler) assistant(c *ctxState, r *transcript.Record, now time.Time) 
 		}
 	}
 	c.remember(r.UUID, r.Timestamp, m.ID)
+}
+
+// DefaultSubagentType is the type Claude Code runs a Task/Agent call
+// without subagent_type as.
+const DefaultSubagentType = "general-purpose"
+
+// SubagentType is the subagent type a tool call launches: its
+// subagent_type, general-purpose for a Task/Agent call without one, ""
+// for any other tool.
+func SubagentType(tu *transcript.ToolUse) string {
+	if tu.SubagentType == "" && (tu.Name == "Task" || tu.Name == "Agent") {
+		return DefaultSubagentType
+	}
+	return tu.SubagentType
 }
 
 func joinCapped(cur, add string) string {
@@ -586,7 +600,7 @@ func (a *Assembler) synthetic(c *ctxState, r *transcript.Record) {
 		return
 	}
 	kind := SyntheticKind(r)
-	a.sink.APIError(&APIError{Where: a.where(c), Kind: kind, Status: r.APIErrorStatus, Time: r.Timestamp, Text: r.Message.Text})
+	a.sink.APIError(&APIError{Where: a.where(c), ID: key, Kind: kind, Status: r.APIErrorStatus, Time: r.Timestamp, Text: r.Message.Text})
 	c.remember(r.UUID, r.Timestamp, "")
 }
 
@@ -656,6 +670,7 @@ func (a *Assembler) user(c *ctxState, r *transcript.Record, now time.Time) {
 		s.turn = &Turn{
 			Where:      Where{SessionID: s.id, Project: a.project(s), TurnID: r.UUID},
 			PromptUUID: r.UUID,
+			Number:     s.turns,
 			Start:      r.Timestamp,
 			End:        r.Timestamp,
 			Prompt:     m.Text,
@@ -778,7 +793,7 @@ func (a *Assembler) system(c *ctxState, r *transcript.Record) {
 		if r.UUID != "" && !a.firstSeen(keyError, r.UUID) {
 			return
 		}
-		a.sink.APIError(&APIError{Where: a.where(c), Kind: "retry", Time: r.Timestamp})
+		a.sink.APIError(&APIError{Where: a.where(c), ID: r.UUID, Kind: "retry", Time: r.Timestamp})
 	}
 	c.remember(r.UUID, r.Timestamp, "")
 }

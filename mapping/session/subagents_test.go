@@ -127,6 +127,18 @@ func TestSubagents(t *testing.T) {
 			taskAgent: legacyAgent,
 		},
 		{
+			name: "an Agent call without subagent_type runs a general-purpose agent",
+			files: []file{
+				parent(
+					A{UUID: "a1", Parent: "u1", Sec: 1, Msg: "msg_task", In: 3, Out: 150, Stop: "tool_use", Blocks: blocks(toolUseB(taskID, "Agent", `{"description":"Review the diff","prompt":"Review it."}`))}.String(),
+					taskRes(taskResult(legacyAgent, "")),
+				),
+				{legacyAgentPath(legacyAgent), agentLines(legacyAgent, "Review it.")},
+			},
+			agents:    map[string]wantAgent{legacyAgent: {"general-purpose", taskID, false}},
+			taskAgent: legacyAgent,
+		},
+		{
 			name: "legacy agent never resolved is unknown",
 			files: []file{
 				parent(),

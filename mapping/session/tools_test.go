@@ -3,6 +3,8 @@ package session
 import (
 	"testing"
 	"time"
+
+	"github.com/claude-transcript-exporter/claude-transcript-exporter/mapping/transcript"
 )
 
 // TestToolUseResultPairing pins design §2.7: a tool_use and the
@@ -203,5 +205,24 @@ func TestUnansweredAndOrphansOnlyOnFinalFlush(t *testing.T) {
 	}
 	if n := f.asm.Stats().OrphanToolResults; n != 1 {
 		t.Errorf("final flush counted %d orphans, want 1", n)
+	}
+}
+
+// Claude Code runs a Task/Agent call without subagent_type as a
+// general-purpose agent: so do the units (and the spans and metrics).
+func TestSubagentTypeDefault(t *testing.T) {
+	tests := []struct {
+		tu   transcript.ToolUse
+		want string
+	}{
+		{transcript.ToolUse{Name: "Task"}, "general-purpose"},
+		{transcript.ToolUse{Name: "Agent"}, "general-purpose"},
+		{transcript.ToolUse{Name: "Agent", SubagentType: "Explore"}, "Explore"},
+		{transcript.ToolUse{Name: "Bash"}, ""},
+	}
+	for _, tc := range tests {
+		if got := SubagentType(&tc.tu); got != tc.want {
+			t.Errorf("%s %q: %q, want %q", tc.tu.Name, tc.tu.SubagentType, got, tc.want)
+		}
 	}
 }

@@ -157,6 +157,8 @@ func (c *ToolCall) Duration() time.Duration {
 type Turn struct {
 	Where
 	PromptUUID string
+	// Number is the prompt's place in its session: 1 for the first.
+	Number     int
 	Start, End time.Time
 	Prompt     string // capture only
 	Requests   int
@@ -199,6 +201,8 @@ type Compaction struct {
 // <synthetic> lines and system records.
 type APIError struct {
 	Where
+	// ID is the line's message id, else its uuid ("" when it has none).
+	ID     string
 	Kind   string
 	Status int64
 	Time   time.Time

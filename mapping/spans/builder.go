@@ -2,9 +2,12 @@ package spans
 
 import (
 	"slices"
+	"strconv"
+	"strings"
 	"time"
 	"unicode/utf8"
 
+	"github.com/claude-transcript-exporter/claude-transcript-exporter/mapping/metrics"
 	"github.com/claude-transcript-exporter/claude-transcript-exporter/mapping/session"
 )
 
@@ -48,6 +51,18 @@ type Config struct {
 	// subagent's spans seen before the tool call that launched it). Past
 	// the bound the oldest waiting spans go to the session's trace.
 	MaxPending int
+	// Price returns the estimated USD cost of a request's tokens and
+	// whether its model is priced: the metrics' price table
+	// (metrics.Prices.Lookup). Nil: spans carry no cost.
+	Price func(model string, t session.Tokens) (float64, bool)
+	// Project turns a session's working directory into the
+	// claude_code.project attribute and the root span's name, in the form
+	// of the metrics' project label; "" leaves it out. Nil: the
+	// directory's basename (metrics.Basename).
+	Project func(cwd string) string
+	// Identifying adds the git branch to the root and turn spans. Off by
+	// default: a branch name often names a person or a ticket.
+	Identifying bool
 }
 
 // Defaults of Config.
@@ -117,6 +132,9 @@ func NewBuilder(cfg Config, emit func(Span)) *Builder {
 	if cfg.MaxPending <= 0 {
 		cfg.MaxPending = DefaultMaxPending
 	}
+	if cfg.Project == nil {
+		cfg.Project = metrics.Basename
+	}
 	return &Builder{cfg: cfg, emit: emit, sessions: map[string]*sessState{}}
 }
 
@@ -142,6 +160,12 @@ type sessState struct {
 	project                           string
 	last                              time.Time
 	sent                              int // spans placed by send (requests, tools, agents, compactions)
+
+	// total sums the requests of the session (subagents' too); turnTotal
+	// those of each turn not emitted yet (its own requests, emitted
+	// before the turn).
+	total     totals
+	turnTotal map[string]*totals
 
 	root       eventBuf
 	turns      map[string]*eventBuf // events of turns not emitted yet
@@ -208,6 +232,7 @@ func (b *Builder) sess(id string) *sessState {
 			agents:     map[string]*eventBuf{},
 			agentsDone: map[string]struct{}{},
 			agentRefs:  map[string]*timeRange{},
+			turnTotal:  map[string]*totals{},
 		}
 		if b.cfg.Granularity == GranularityTurn {
 			s.toolScope = map[string]scope{}
@@ -236,7 +261,7 @@ func (b *Builder) times(s *sessState, start, end time.Time) (time.Time, time.Tim
 		if t.IsZero() {
 			t = time.Unix(0, 0).UTC()
 		}
-		return t, t
+		return t, t.Add(MinDuration)
 	case start.IsZero():
 		start = end
 	case end.IsZero():
@@ -245,8 +270,16 @@ func (b *Builder) times(s *sessState, start, end time.Time) (time.Time, time.Tim
 		b.stats.Clamped++
 		end = start
 	}
+	if !end.After(start) {
+		end = start.Add(MinDuration)
+	}
 	return start, end
 }
+
+// MinDuration is the length of a span whose transcript gives it none (a
+// compaction boundary, a request of one line, a warmup agent): backends
+// show a zero-length span as an error ("negative duration").
+const MinDuration = time.Microsecond
 
 // cut returns text cut to the capture cap at a UTF-8 boundary.
 func (b *Builder) cut(text string) string {
@@ -283,25 +316,35 @@ func (b *Builder) Session(u *session.Session) {
 		return
 	}
 	b.standIns(s)
+	b.finishTurns(s)
 	if s.last.IsZero() && u.Turns == 0 && s.sent == 0 {
 		b.stats.Timeless++
 		delete(b.sessions, s.id)
 		return
 	}
 	start, end := b.times(s, u.Start, u.End)
-	attrs := make([]Attr, 0, 10)
-	attrs = append(attrs, String(AttrConversationID, s.id))
-	attrs = s.metaAttrs(attrs)
+	attrs := make([]Attr, 0, 24)
+	attrs = append(attrs,
+		String(AttrOperationName, OperationAgent),
+		String(AttrAgentName, MainAgentName),
+	)
+	if p := s.total.provider(); p != "" {
+		attrs = append(attrs, String(AttrProviderName, p))
+	}
+	attrs = b.metaAttrs(s, attrs)
 	// A title is written by the model from the prompt (ai-title) or by
 	// the human (custom-title): content, captured with prompts only.
+	title := ""
 	if s.title != "" && b.cfg.Capture.Prompts {
-		attrs = append(attrs, String(AttrSessionTitle, b.cut(s.title)))
+		title = b.cut(s.title)
+		attrs = append(attrs, String(AttrSessionTitle, title))
 	}
 	attrs = append(attrs, Int(AttrSessionTurns, int64(u.Turns)))
+	attrs = b.totalAttrs(attrs, &s.total)
 	sp := Span{
 		TraceID: SessionTraceID(s.id),
 		SpanID:  RootSpanID(s.id),
-		Name:    SpanSession,
+		Name:    RootName(b.cfg.Project(s.cwdOrProject()), s.id, title),
 		Kind:    KindInternal,
 		Start:   start,
 		End:     end,
@@ -317,6 +360,36 @@ func (b *Builder) Session(u *session.Session) {
 		b.unlink(s, key)
 	}
 	delete(b.sessions, s.id)
+}
+
+// finishTurns emits the turn spans still waiting for requests that never
+// came, in the order of their prompts.
+func (b *Builder) finishTurns(s *sessState) {
+	var ids []string
+	for id, tot := range s.turnTotal {
+		if tot.held {
+			ids = append(ids, id)
+		}
+	}
+	slices.SortFunc(ids, func(x, y string) int {
+		return cmpInt(intAttrOf(&s.turnTotal[x].span, AttrPromptNumber), intAttrOf(&s.turnTotal[y].span, AttrPromptNumber), x, y)
+	})
+	for _, id := range ids {
+		b.finishTurn(s, id)
+	}
+	clear(s.turnTotal)
+}
+
+func intAttrOf(sp *Span, k string) int64 { v, _ := sp.Attr(k); return v.Int }
+
+func cmpInt(a, b int64, x, y string) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return strings.Compare(x, y)
 }
 
 // standIns emits a span for each subagent that spans of the session sit
@@ -346,13 +419,67 @@ func (b *Builder) standIns(s *sessState) {
 	clear(s.agentRefs)
 }
 
-// metaAttrs appends the session facts shared by the root and turn spans.
-func (s *sessState) metaAttrs(attrs []Attr) []Attr {
-	attrs = append(attrs, String(AttrSessionID, s.id))
-	if p := s.project; p != "" {
-		attrs = append(attrs, String(AttrProjectPath, p))
+// cwdOrProject is the session's working directory: the raw project of
+// its units, else its cwd.
+func (s *sessState) cwdOrProject() string {
+	if s.project != "" {
+		return s.project
 	}
-	if s.branch != "" {
+	return s.cwd
+}
+
+// RootName is the name of a session's root span: "session", the project
+// (when it has one), the session id's first 8 characters and, when
+// given (capture of prompts), the title cut to 60 bytes.
+func RootName(project, sessionID, title string) string {
+	var sb strings.Builder
+	sb.WriteString(SpanSession)
+	if project != "" {
+		sb.WriteString(" ")
+		sb.WriteString(project)
+	}
+	sb.WriteString(" ")
+	sb.WriteString(cutBytes(sessionID, 8))
+	if title != "" {
+		sb.WriteString(": ")
+		sb.WriteString(cutBytes(title, 60))
+	}
+	return sb.String()
+}
+
+// TurnName is the name of a turn span: "invoke_agent claude-code" and,
+// when known (n > 0), "turn" and the prompt's number in the session.
+func TurnName(n int) string {
+	if n <= 0 {
+		return OperationAgent + " " + MainAgentName
+	}
+	return OperationAgent + " " + MainAgentName + " " + SpanTurn + " " + strconv.Itoa(n)
+}
+
+// cutBytes cuts s to at most n bytes at a UTF-8 boundary.
+func cutBytes(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
+}
+
+// sessionAttrs appends what every span of a session carries: the
+// conversation id, under its GenAI and its general name.
+func sessionAttrs(attrs []Attr, id string) []Attr {
+	return append(attrs, String(AttrConversationID, id), String(AttrSessionID, id))
+}
+
+// metaAttrs appends the session facts shared by the root and turn spans.
+func (b *Builder) metaAttrs(s *sessState, attrs []Attr) []Attr {
+	attrs = sessionAttrs(attrs, s.id)
+	if p := b.cfg.Project(s.cwdOrProject()); p != "" {
+		attrs = append(attrs, String(AttrProject, p))
+	}
+	if s.branch != "" && b.cfg.Identifying {
 		attrs = append(attrs, String(AttrGitBranch, s.branch))
 	}
 	if s.version != "" {
@@ -373,24 +500,23 @@ func (b *Builder) Turn(u *session.Turn) {
 	}
 	s.turnsDone[u.PromptUUID] = struct{}{}
 	start, end := b.times(s, u.Start, u.End)
-	attrs := make([]Attr, 0, 14)
+	attrs := make([]Attr, 0, 28)
 	attrs = append(attrs,
 		String(AttrOperationName, OperationAgent),
-		String(AttrProviderName, ProviderAnthropic),
 		String(AttrAgentName, MainAgentName),
-		String(AttrConversationID, s.id),
 	)
-	attrs = s.metaAttrs(attrs)
-	attrs = append(attrs,
-		String(AttrPromptID, u.PromptUUID),
-		Int(AttrTurnRequests, int64(u.Requests)),
-	)
+	attrs = b.metaAttrs(s, attrs)
+	attrs = append(attrs, String(AttrPromptID, u.PromptUUID))
+	if u.Number > 0 {
+		attrs = append(attrs, Int(AttrPromptNumber, int64(u.Number)))
+	}
+	attrs = append(attrs, Int(AttrTurnRequests, int64(u.Requests)))
 	if b.cfg.Capture.Prompts && u.Prompt != "" {
-		attrs = append(attrs, String(AttrPrompt, b.cut(u.Prompt)))
+		attrs = append(attrs, String(AttrInputMessages, inputMessages(b.cut(u.Prompt))))
 	}
 	sp := Span{
 		SpanID: TurnSpanID(s.id, u.PromptUUID),
-		Name:   OperationAgent + " " + MainAgentName,
+		Name:   TurnName(u.Number),
 		Kind:   KindInternal,
 		Start:  start,
 		End:    end,
@@ -400,9 +526,33 @@ func (b *Builder) Turn(u *session.Turn) {
 		b.takeEvents(&sp, buf)
 		delete(s.turns, u.PromptUUID)
 	}
+	tot := s.turnTotal[u.PromptUUID]
+	if tot == nil {
+		tot = &totals{}
+		s.turnTotal[u.PromptUUID] = tot
+	}
+	tot.span, tot.want, tot.held = sp, u.Requests, true
+	b.held++
+	if tot.requests >= tot.want {
+		b.finishTurn(s, u.PromptUUID)
+	}
+}
+
+// finishTurn emits a turn's span, held until the requests of the turn
+// were all emitted (a one-shot run settles them after the next prompt
+// closed the turn) so that it carries their totals.
+func (b *Builder) finishTurn(s *sessState, id string) {
+	tot := s.turnTotal[id]
+	delete(s.turnTotal, id)
+	b.held--
+	sp := tot.span
+	if p := tot.provider(); p != "" {
+		sp.Attrs = append(sp.Attrs, String(AttrProviderName, p))
+	}
+	sp.Attrs = b.totalAttrs(sp.Attrs, tot)
 	if b.cfg.Granularity == GranularityTurn {
 		// The turn is the root of its own trace, linked to the session.
-		sp.TraceID = TurnTraceID(s.id, u.PromptUUID)
+		sp.TraceID = TurnTraceID(s.id, id)
 		sp.Links = []Link{{TraceID: SessionTraceID(s.id), SpanID: RootSpanID(s.id)}}
 		b.out(sp)
 		return
@@ -424,12 +574,23 @@ func (b *Builder) Request(u *session.Request) {
 		name += " " + u.Model
 	}
 	t := u.Tokens
-	attrs := make([]Attr, 0, 18)
-	attrs = append(attrs,
-		String(AttrOperationName, OperationChat),
-		String(AttrProviderName, ProviderAnthropic),
-		String(AttrConversationID, s.id),
-	)
+	s.total.add(b, u.Model, t)
+	if u.TurnID != "" {
+		tt := s.turnTotal[u.TurnID]
+		if _, done := s.turnsDone[u.TurnID]; !done && tt == nil {
+			tt = &totals{}
+			s.turnTotal[u.TurnID] = tt
+		}
+		if tt != nil {
+			tt.add(b, u.Model, t)
+		}
+	}
+	attrs := make([]Attr, 0, 20)
+	attrs = append(attrs, String(AttrOperationName, OperationChat))
+	if p := Provider(u.Model); p != "" {
+		attrs = append(attrs, String(AttrProviderName, p))
+	}
+	attrs = sessionAttrs(attrs, s.id)
 	if u.Model != "" {
 		attrs = append(attrs, String(AttrRequestModel, u.Model), String(AttrResponseModel, u.Model))
 	}
@@ -437,26 +598,27 @@ func (b *Builder) Request(u *session.Request) {
 	if u.StopReason != "" {
 		attrs = append(attrs, Strings(AttrResponseFinishReasons, u.StopReason))
 	}
-	attrs = append(attrs,
-		Int(AttrUsageInputTokens, t.InputTotal()),
-		Int(AttrUsageOutputTokens, t.Output),
-		Int(AttrUsageCacheReadTokens, t.CacheRead),
-		Int(AttrUsageCacheWriteTokens, t.CacheWrite5m+t.CacheWrite1h),
-		Int(AttrRawInputTokens, t.Input),
-		Int(AttrCacheWrite5mTokens, t.CacheWrite5m),
-		Int(AttrCacheWrite1hTokens, t.CacheWrite1h),
-	)
+	attrs = usageAttrs(attrs, t)
+	if b.cfg.Price != nil {
+		if usd, ok := b.cfg.Price(u.Model, t); ok {
+			attrs = append(attrs, Float(AttrCostUSD, usd))
+		}
+	}
 	if u.RequestID != "" {
 		attrs = append(attrs, String(AttrRequestID, u.RequestID))
 	}
 	if u.AgentID != "" {
 		attrs = append(attrs, String(AttrAgentID, u.AgentID))
 	}
-	if b.cfg.Capture.Responses && u.Text != "" {
-		attrs = append(attrs, String(AttrResponse, b.cut(u.Text)))
+	var text, thinking string
+	if b.cfg.Capture.Responses {
+		text = b.cut(u.Text)
 	}
-	if b.cfg.Capture.Thinking && u.Thinking != "" {
-		attrs = append(attrs, String(AttrThinking, b.cut(u.Thinking)))
+	if b.cfg.Capture.Thinking {
+		thinking = b.cut(u.Thinking)
+	}
+	if text != "" || thinking != "" {
+		attrs = append(attrs, String(AttrOutputMessages, outputMessages(thinking, text, u.StopReason)))
 	}
 	sp := Span{
 		SpanID:       RequestSpanID(s.id, u.MessageID),
@@ -477,6 +639,9 @@ func (b *Builder) Request(u *session.Request) {
 		}
 	}
 	b.send(s, sc, sp)
+	if tt := s.turnTotal[u.TurnID]; tt != nil && tt.held && tt.requests >= tt.want {
+		b.finishTurn(s, u.TurnID)
+	}
 }
 
 // RequestUpdate is ignored: see Builder.
@@ -491,9 +656,9 @@ func (b *Builder) ToolCall(u *session.ToolCall) {
 	start, end := b.times(s, u.Start, u.End)
 	s.refAgent(&u.Where, start, end)
 	attrs := make([]Attr, 0, 12)
+	attrs = append(attrs, String(AttrOperationName, OperationTool))
+	attrs = sessionAttrs(attrs, s.id)
 	attrs = append(attrs,
-		String(AttrOperationName, OperationTool),
-		String(AttrConversationID, s.id),
 		String(AttrToolName, u.Name),
 		String(AttrToolCallID, u.ToolUseID),
 		String(AttrToolType, ToolTypeFunction),
@@ -507,10 +672,10 @@ func (b *Builder) ToolCall(u *session.ToolCall) {
 	}
 	if b.cfg.Capture.Tools {
 		if u.Input != "" {
-			attrs = append(attrs, String(AttrToolInput, b.cut(u.Input)))
+			attrs = append(attrs, String(AttrToolCallArguments, b.cut(u.Input)))
 		}
 		if u.Output != "" {
-			attrs = append(attrs, String(AttrToolOutput, b.cut(u.Output)))
+			attrs = append(attrs, String(AttrToolCallResult, b.cut(u.Output)))
 		}
 	}
 	sp := Span{
@@ -566,11 +731,10 @@ func (b *Builder) agentSpan(s *sessState, u *session.Subagent, standIn bool) {
 	if u.ToolUseID != "" {
 		parent, sc = ToolSpanID(s.id, u.ToolUseID), scope{tool: u.ToolUseID}
 	}
-	attrs := make([]Attr, 0, 8)
+	attrs := make([]Attr, 0, 10)
+	attrs = append(attrs, String(AttrOperationName, OperationAgent))
+	attrs = sessionAttrs(attrs, s.id)
 	attrs = append(attrs,
-		String(AttrOperationName, OperationAgent),
-		String(AttrProviderName, ProviderAnthropic),
-		String(AttrConversationID, s.id),
 		String(AttrAgentID, u.AgentID),
 		String(AttrAgentName, u.AgentType),
 	)
@@ -624,11 +788,10 @@ func (b *Builder) Compaction(u *session.Compaction) {
 		Kind:         KindInternal,
 		Start:        start,
 		End:          end,
-		Attrs: []Attr{
-			String(AttrConversationID, s.id),
+		Attrs: append(sessionAttrs([]Attr{String(AttrOperationName, OperationChat)}, s.id),
 			String(AttrCompactionTrigger, u.Trigger),
 			Int(AttrCompactionPreTokens, u.PreTokens),
-		},
+		),
 	}
 	b.send(s, sc, sp)
 }
@@ -640,6 +803,10 @@ func (b *Builder) Compaction(u *session.Compaction) {
 func (b *Builder) APIError(u *session.APIError) {
 	s := b.sess(u.SessionID)
 	s.touch(u.Time)
+	if FailedRequest(u.Kind) {
+		b.failedRequest(s, u)
+		return
+	}
 	t := u.Time
 	if t.IsZero() {
 		t = s.last
@@ -672,6 +839,70 @@ func (b *Builder) APIError(u *session.APIError) {
 		b.stats.EventsMoved++
 	}
 	b.addEvent(&s.root, ev)
+}
+
+// FailedRequest reports whether an API error of kind stands for a request
+// that failed (a <synthetic> line reporting an API error or a limit),
+// rather than a retry notice or a synthetic message such as "No response
+// requested.".
+func FailedRequest(kind string) bool {
+	switch kind {
+	case "retry", "no_response", "synthetic", "":
+		return false
+	}
+	return true
+}
+
+// failedRequest emits the chat span of a request that failed: error.type
+// is the error's kind, the status is an error, and it sits where the
+// request would have (its turn, subagent or the root).
+func (b *Builder) failedRequest(s *sessState, u *session.APIError) {
+	w := u.Where
+	var moved []Attr
+	// When the span of its turn or subagent is out already, the failed
+	// request goes under the root (which is sent last and covers the
+	// session), naming where it was, as API error events do.
+	if _, done := s.turnsDone[w.TurnID]; done && w.TurnID != "" {
+		if tt := s.turnTotal[w.TurnID]; tt == nil || !tt.held {
+			moved = append(moved, String(AttrPromptID, w.TurnID))
+			w.TurnID, w.AgentID = "", ""
+		}
+	} else if _, done := s.agentsDone[w.AgentID]; done && w.AgentID != "" && w.TurnID == "" {
+		w.AgentID = ""
+		moved = append(moved, String(AttrAgentID, u.AgentID))
+	}
+	parent, sc := parentOf(&w)
+	start, end := b.times(s, u.Time, u.Time)
+	s.refAgent(&w, start, end)
+	id := u.ID
+	if id == "" {
+		id = "@" + u.Time.UTC().Format(time.RFC3339Nano) + "/" + u.Kind
+	}
+	attrs := make([]Attr, 0, 8)
+	attrs = append(attrs, String(AttrOperationName, OperationChat))
+	attrs = sessionAttrs(attrs, s.id)
+	attrs = append(attrs, String(AttrErrorType, u.Kind), String(AttrAPIErrorKind, u.Kind))
+	if u.Status != 0 {
+		attrs = append(attrs, Int(AttrHTTPStatusCode, u.Status))
+	}
+	if w.AgentID != "" {
+		attrs = append(attrs, String(AttrAgentID, w.AgentID))
+	}
+	attrs = append(attrs, moved...)
+	if b.cfg.Capture.Responses && u.Text != "" {
+		attrs = append(attrs, String(AttrErrorText, b.cut(u.Text)))
+	}
+	b.send(s, sc, Span{
+		SpanID:        ErrorSpanID(s.id, id),
+		ParentSpanID:  parent,
+		Name:          OperationChat,
+		Kind:          KindClient,
+		Start:         start,
+		End:           end,
+		Attrs:         attrs,
+		Status:        StatusError,
+		StatusMessage: u.Kind,
+	})
 }
 
 func bufOf(m map[string]*eventBuf, k string) *eventBuf {

@@ -34,7 +34,7 @@ func sessEnd(end int) *session.Session {
 	return s
 }
 func turn(id string, start, end int) *session.Turn {
-	return &session.Turn{Where: inTurn(id), PromptUUID: id, Start: at(start), End: at(end), Prompt: "hello", Requests: 1}
+	return &session.Turn{Where: inTurn(id), PromptUUID: id, Number: 1, Start: at(start), End: at(end), Prompt: "hello", Requests: 1}
 }
 func req(w session.Where, msg string, start, end int, tools ...string) *session.Request {
 	return &session.Request{Where: w, MessageID: msg, RequestID: "req_" + msg, Model: "claude-x", StopReason: "tool_use",
@@ -104,8 +104,8 @@ func TestTreeAndIDs(t *testing.T) {
 		name   string
 		kind   spans.Kind
 	}{
-		{spans.RootSpanID(sid), spans.SpanID{}, "session", spans.KindInternal},
-		{spans.TurnSpanID(sid, "p1"), spans.RootSpanID(sid), "invoke_agent claude-code", spans.KindInternal},
+		{spans.RootSpanID(sid), spans.SpanID{}, "session p s-1", spans.KindInternal},
+		{spans.TurnSpanID(sid, "p1"), spans.RootSpanID(sid), "invoke_agent claude-code turn 1", spans.KindInternal},
 		{spans.RequestSpanID(sid, "m1"), spans.TurnSpanID(sid, "p1"), "chat claude-x", spans.KindClient},
 		{spans.ToolSpanID(sid, "tu1"), spans.RequestSpanID(sid, "m1"), "execute_tool Task", spans.KindInternal},
 		{spans.AgentSpanID(sid, "a1"), spans.ToolSpanID(sid, "tu1"), "invoke_agent Explore", spans.KindInternal},
@@ -125,8 +125,14 @@ func TestTreeAndIDs(t *testing.T) {
 		if s.TraceID != trace || s.ParentSpanID != w.parent || s.Name != w.name || s.Kind != w.kind {
 			t.Errorf("%s: trace %s parent %s kind %s, want %s %s %s", s.Name, s.TraceID, s.ParentSpanID, s.Kind, trace, w.parent, w.kind)
 		}
-		if attr(t, s, spans.AttrConversationID) != sid {
-			t.Errorf("%s: no conversation id", s.Name)
+		if attr(t, s, spans.AttrConversationID) != sid || attr(t, s, spans.AttrSessionID) != sid {
+			t.Errorf("%s: no conversation id or session.id", s.Name)
+		}
+		if op, _ := s.Attr(spans.AttrOperationName); op.Str == "" {
+			t.Errorf("%s: no %s", s.Name, spans.AttrOperationName)
+		}
+		if !s.End.After(s.Start) {
+			t.Errorf("%s: times %v..%v, want a positive duration", s.Name, s.Start, s.End)
 		}
 	}
 }
@@ -193,7 +199,7 @@ func TestAttributes(t *testing.T) {
 				spans.AttrRawInputTokens: int64(3), spans.AttrCacheWrite5mTokens: int64(20), spans.AttrCacheWrite1hTokens: int64(7),
 				spans.AttrRequestID: "req_m1",
 			},
-			unset: []string{spans.AttrResponse, spans.AttrThinking, spans.AttrRequestInterrupted, spans.AttrAgentID},
+			unset: []string{spans.AttrOutputMessages, spans.AttrRequestInterrupted, spans.AttrAgentID, spans.AttrCostUSD},
 		},
 		{
 			name: "unknown stop reason has no finish_reasons",
@@ -215,7 +221,7 @@ func TestAttributes(t *testing.T) {
 				spans.AttrOperationName: "execute_tool", spans.AttrToolName: "Bash", spans.AttrToolCallID: "tu1",
 				spans.AttrToolType: "function", spans.AttrToolOutcome: "error", spans.AttrErrorType: "tool_error",
 			},
-			unset: []string{spans.AttrToolInput, spans.AttrToolOutput},
+			unset: []string{spans.AttrToolCallArguments, spans.AttrToolCallResult},
 		},
 		{
 			name: "unanswered tool",
@@ -230,23 +236,27 @@ func TestAttributes(t *testing.T) {
 		},
 		{
 			name: "turn carries the session facts",
-			feed: func(b *spans.Builder) { b.Session(sessStart()); b.Turn(turn("p1", 1, 2)) },
+			feed: func(b *spans.Builder) { b.Session(sessStart()); b.Turn(turn("p1", 1, 2)); b.Session(sessEnd(3)) },
 			span: spans.TurnSpanID(sid, "p1"),
 			want: map[string]any{
 				spans.AttrOperationName: "invoke_agent", spans.AttrAgentName: "claude-code",
-				spans.AttrSessionID: sid, spans.AttrProjectPath: "/p", spans.AttrGitBranch: "main",
+				spans.AttrSessionID: sid, spans.AttrConversationID: sid, spans.AttrProject: "p",
 				spans.AttrVersion: "2.1.0", spans.AttrSlug: "slug", spans.AttrPromptID: "p1", spans.AttrTurnRequests: int64(1),
+				spans.AttrPromptNumber: int64(1),
 			},
-			unset: []string{spans.AttrPrompt},
+			// The branch identifies: only with Identifying.
+			unset: []string{spans.AttrInputMessages, spans.AttrGitBranch, spans.AttrProviderName},
 		},
 		{
 			name: "root",
 			feed: func(b *spans.Builder) { b.Session(sessStart()); b.Session(sessEnd(9)) },
 			span: spans.RootSpanID(sid),
-			want: map[string]any{spans.AttrSessionID: sid, spans.AttrSessionTurns: int64(1),
-				spans.AttrGitBranch: "main", spans.AttrVersion: "2.1.0", spans.AttrSlug: "slug", spans.AttrProjectPath: "/p"},
-			// The title is content (written from the prompt): captured only with prompts.
-			unset: []string{spans.AttrSessionTitle},
+			want: map[string]any{spans.AttrSessionID: sid, spans.AttrConversationID: sid, spans.AttrSessionTurns: int64(1),
+				spans.AttrOperationName: "invoke_agent", spans.AttrAgentName: "claude-code",
+				spans.AttrVersion: "2.1.0", spans.AttrSlug: "slug", spans.AttrProject: "p"},
+			// The title is content (written from the prompt): captured only
+			// with prompts; the branch identifies: only with Identifying.
+			unset: []string{spans.AttrSessionTitle, spans.AttrGitBranch},
 		},
 		{
 			name: "warmup subagent",
@@ -284,7 +294,8 @@ func TestAttributes(t *testing.T) {
 				b.Compaction(&session.Compaction{Where: inAgent("a1"), UUID: "c1", Trigger: "manual", PreTokens: 42, Time: at(3)})
 			},
 			span: spans.CompactionSpanID(sid, "c1"),
-			want: map[string]any{spans.AttrCompactionTrigger: "manual", spans.AttrCompactionPreTokens: int64(42)},
+			want: map[string]any{spans.AttrCompactionTrigger: "manual", spans.AttrCompactionPreTokens: int64(42),
+				spans.AttrOperationName: "chat", spans.AttrSessionID: sid},
 		},
 	}
 	for _, tc := range tests {
@@ -345,10 +356,11 @@ func TestAPIErrorEvents(t *testing.T) {
 		{
 			name: "on the open turn, stretching its end",
 			feed: func(b *spans.Builder) {
-				b.APIError(apiErr(inTurn("p1"), "rate_limit", 5))
+				b.APIError(apiErr(inTurn("p1"), "retry", 5))
 				b.Turn(turn("p1", 1, 3))
+				b.Session(sessEnd(6))
 			},
-			on: spans.TurnSpanID(sid, "p1"), kinds: []string{"rate_limit"}, end: 5,
+			on: spans.TurnSpanID(sid, "p1"), kinds: []string{"retry"}, end: 5,
 		},
 		{
 			name: "on the subagent",
@@ -361,10 +373,10 @@ func TestAPIErrorEvents(t *testing.T) {
 		{
 			name: "outside any turn: on the root",
 			feed: func(b *spans.Builder) {
-				b.APIError(apiErr(main(), "api_error", 1))
+				b.APIError(apiErr(main(), "synthetic", 1))
 				b.Session(sessEnd(4))
 			},
-			on: spans.RootSpanID(sid), kinds: []string{"api_error"}, end: 4,
+			on: spans.RootSpanID(sid), kinds: []string{"synthetic"}, end: 4,
 		},
 		{
 			name: "after its turn went out: moved to the root",
@@ -411,6 +423,60 @@ func TestAPIErrorEvents(t *testing.T) {
 	}
 }
 
+// A <synthetic> line reporting an API error stands for a request that
+// failed: it becomes a chat span with error.type and an error status,
+// where the request would have sat.
+func TestFailedRequest(t *testing.T) {
+	tests := []struct {
+		name   string
+		u      session.APIError
+		id     spans.SpanID
+		parent spans.SpanID
+	}{
+		{"in a turn", session.APIError{Where: inTurn("p1"), ID: "e1", Kind: "rate_limit", Status: 429, Time: at(5)},
+			spans.ErrorSpanID(sid, "e1"), spans.TurnSpanID(sid, "p1")},
+		{"in a subagent", session.APIError{Where: inAgent("a1"), ID: "e2", Kind: "api_error", Time: at(5)},
+			spans.ErrorSpanID(sid, "e2"), spans.AgentSpanID(sid, "a1")},
+		{"no id: keyed by time and kind", session.APIError{Where: main(), Kind: "authentication_failed", Time: at(5)},
+			spans.ErrorSpanID(sid, "@2026-01-02T03:04:10Z/authentication_failed"), spans.RootSpanID(sid)},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			r := run(spans.Config{}, func(b *spans.Builder) { b.APIError(&tc.u) })
+			s := r.byID(tc.id)
+			if s == nil {
+				t.Fatalf("no error span among %d", len(r.all))
+			}
+			if s.Status != spans.StatusError || s.Kind != spans.KindClient || s.ParentSpanID != tc.parent || s.Name != "chat" {
+				t.Errorf("span %s kind %s status %s parent %s", s.Name, s.Kind, s.Status, s.ParentSpanID)
+			}
+			if attr(t, s, spans.AttrErrorType) != tc.u.Kind || attr(t, s, spans.AttrOperationName) != "chat" ||
+				attr(t, s, spans.AttrSessionID) != sid {
+				t.Errorf("attrs %+v", s.Attrs)
+			}
+			if tc.u.Status != 0 && attr(t, s, spans.AttrHTTPStatusCode) != tc.u.Status {
+				t.Errorf("status code %v", attr(t, s, spans.AttrHTTPStatusCode))
+			}
+			if !s.Start.Equal(at(5)) || !s.End.Equal(at(5).Add(spans.MinDuration)) {
+				t.Errorf("times %v..%v", s.Start, s.End)
+			}
+		})
+	}
+	// Its subagent's span went out already: under the root, naming it.
+	r := run(spans.Config{}, func(b *spans.Builder) {
+		b.Subagent(agent("a1", "tu1", 1, 3))
+		b.APIError(&session.APIError{Where: inAgent("a1"), ID: "e3", Kind: "rate_limit", Time: at(4)})
+	})
+	if s := r.byID(spans.ErrorSpanID(sid, "e3")); s == nil || s.ParentSpanID != spans.RootSpanID(sid) || attr(t, s, spans.AttrAgentID) != "a1" {
+		t.Errorf("after its subagent: %+v", s)
+	}
+	for _, k := range []string{"retry", "no_response", "synthetic", ""} {
+		if spans.FailedRequest(k) {
+			t.Errorf("%q counted as a failed request", k)
+		}
+	}
+}
+
 func TestEventCapAndLoss(t *testing.T) {
 	r := run(spans.Config{MaxEvents: 2}, func(b *spans.Builder) {
 		for i := range 5 {
@@ -443,23 +509,23 @@ func TestTimes(t *testing.T) {
 		clamped, untimed int64
 	}{
 		{"end before start is clamped", func(b *spans.Builder) { b.Request(req(inTurn("p1"), "m1", 5, 3)) },
-			spans.RequestSpanID(sid, "m1"), at(5), at(5), 1, 0},
+			spans.RequestSpanID(sid, "m1"), at(5), at(5).Add(spans.MinDuration), 1, 0},
 		{"missing end is the start", func(b *spans.Builder) {
 			c := tool(inTurn("p1"), "tu1", "m1", "Bash", 4, 0, session.OutcomeUnanswered)
 			c.End = time.Time{}
 			b.ToolCall(c)
-		}, spans.ToolSpanID(sid, "tu1"), at(4), at(4), 0, 0},
+		}, spans.ToolSpanID(sid, "tu1"), at(4), at(4).Add(spans.MinDuration), 0, 0},
 		{"missing start is the end", func(b *spans.Builder) {
 			a := agent("a1", "", 0, 6)
 			a.Start = time.Time{}
 			b.Subagent(a)
-		}, spans.AgentSpanID(sid, "a1"), at(6), at(6), 0, 0},
+		}, spans.AgentSpanID(sid, "a1"), at(6), at(6).Add(spans.MinDuration), 0, 0},
 		{"no time at all takes the session's latest", func(b *spans.Builder) {
 			b.Turn(turn("p0", 1, 8))
 			r := req(inTurn("p1"), "m1", 0, 0)
 			r.Start, r.End = time.Time{}, time.Time{}
 			b.Request(r)
-		}, spans.RequestSpanID(sid, "m1"), at(8), at(8), 0, 1},
+		}, spans.RequestSpanID(sid, "m1"), at(8), at(8).Add(spans.MinDuration), 0, 1},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -482,7 +548,7 @@ func TestCapture(t *testing.T) {
 		b.Turn(tu)
 		b.Request(req(inTurn("p1"), "m1", 1, 2))
 		b.ToolCall(tool(inTurn("p1"), "tu1", "m1", "Bash", 1, 2, session.OutcomeOK))
-		b.APIError(&session.APIError{Where: main(), Kind: "rate_limit", Time: at(1), Text: "limit"})
+		b.APIError(&session.APIError{Where: main(), ID: "e1", Kind: "rate_limit", Time: at(1), Text: "limit"})
 		b.Subagent(agent("a1", "tu1", 1, 2))
 		b.Session(sessEnd(3))
 	}
@@ -490,34 +556,151 @@ func TestCapture(t *testing.T) {
 	for _, s := range off.all {
 		for _, a := range s.Attrs {
 			switch a.Key {
-			case spans.AttrPrompt, spans.AttrResponse, spans.AttrThinking, spans.AttrToolInput, spans.AttrToolOutput,
+			case spans.AttrInputMessages, spans.AttrOutputMessages, spans.AttrSystemInstructions,
+				spans.AttrToolCallArguments, spans.AttrToolCallResult, spans.AttrErrorText,
 				spans.AttrSessionTitle, spans.AttrAgentDescription:
 				t.Errorf("capture off: %s on %s", a.Key, s.Name)
 			}
 		}
 	}
 	on := run(spans.Config{Capture: spans.Capture{Prompts: true, Responses: true, Tools: true, Thinking: true}, CaptureMaxBytes: 2}, feed)
-	if v := attr(t, on.byID(spans.TurnSpanID(sid, "p1")), spans.AttrPrompt); v != "h" {
-		t.Errorf("prompt cut at a rune boundary: %q, want %q", v, "h")
+	// The GenAI conventions' structure: messages of a role and parts.
+	if v := attr(t, on.byID(spans.TurnSpanID(sid, "p1")), spans.AttrInputMessages); v != `[{"role":"user","parts":[{"type":"text","content":"h"}]}]` {
+		t.Errorf("prompt cut at a rune boundary: %s", v)
 	}
 	rq := on.byID(spans.RequestSpanID(sid, "m1"))
-	if attr(t, rq, spans.AttrResponse) != "an" || attr(t, rq, spans.AttrThinking) != "hm" {
-		t.Errorf("response %v thinking %v", attr(t, rq, spans.AttrResponse), attr(t, rq, spans.AttrThinking))
+	if v := attr(t, rq, spans.AttrOutputMessages); v != `[{"role":"assistant","parts":[{"type":"reasoning","content":"hm"},{"type":"text","content":"an"}],"finish_reason":"tool_call"}]` {
+		t.Errorf("output messages %s", v)
 	}
 	tl := on.byID(spans.ToolSpanID(sid, "tu1"))
-	if attr(t, tl, spans.AttrToolInput) != `{"` || attr(t, tl, spans.AttrToolOutput) != "re" {
-		t.Errorf("tool input %v output %v", attr(t, tl, spans.AttrToolInput), attr(t, tl, spans.AttrToolOutput))
+	if attr(t, tl, spans.AttrToolCallArguments) != `{"` || attr(t, tl, spans.AttrToolCallResult) != "re" {
+		t.Errorf("tool input %v output %v", attr(t, tl, spans.AttrToolCallArguments), attr(t, tl, spans.AttrToolCallResult))
 	}
 	root := on.byID(spans.RootSpanID(sid))
-	if v, _ := (&spans.Span{Attrs: root.Events[0].Attrs}).Attr(spans.AttrErrorText); v.Str != "li" {
-		t.Errorf("error text %q", v.Str)
+	if v := attr(t, on.byID(spans.ErrorSpanID(sid, "e1")), spans.AttrErrorText); v != "li" {
+		t.Errorf("error text %q", v)
+	}
+	if root.Name != "session p s-1: ti" {
+		t.Errorf("root name with capture %q", root.Name)
 	}
 	if attr(t, root, spans.AttrSessionTitle) != "ti" || attr(t, on.byID(spans.AgentSpanID(sid, "a1")), spans.AttrAgentDescription) != "lo" {
 		t.Errorf("title %v description %v", attr(t, root, spans.AttrSessionTitle), attr(t, on.byID(spans.AgentSpanID(sid, "a1")), spans.AttrAgentDescription))
 	}
 	only := run(spans.Config{Capture: spans.Capture{Tools: true}}, feed)
-	if _, ok := only.byID(spans.TurnSpanID(sid, "p1")).Attr(spans.AttrPrompt); ok {
+	if _, ok := only.byID(spans.TurnSpanID(sid, "p1")).Attr(spans.AttrInputMessages); ok {
 		t.Error("tools capture put the prompt on")
+	}
+}
+
+// Root and turn spans carry token totals by type and the estimated cost
+// of their requests; a turn closed before its requests were emitted (a
+// one-shot run settles them later) waits for them.
+func TestTotalsAndNames(t *testing.T) {
+	price := func(model string, tk session.Tokens) (float64, bool) {
+		if model != "claude-x" {
+			return 0, false
+		}
+		return float64(tk.Output) / 100, true
+	}
+	r := run(spans.Config{Price: price}, func(b *spans.Builder) {
+		b.Session(sessStart())
+		b.Request(req(inTurn("p1"), "m1", 1, 2))
+		tu := turn("p1", 1, 5)
+		tu.Number, tu.Requests = 3, 3
+		b.Turn(tu)
+		glm := req(inTurn("p1"), "m2", 2, 3)
+		glm.Model = "glm-4.7"
+		b.Request(glm)
+		b.Request(req(inAgent("a1"), "m3", 3, 4)) // a subagent's: the root's total only
+		b.Request(req(inTurn("p1"), "m4", 4, 5))
+		b.Session(sessEnd(9))
+	})
+	turnSpan, root := r.byID(spans.TurnSpanID(sid, "p1")), r.byID(spans.RootSpanID(sid))
+	if turnSpan.Name != "invoke_agent claude-code turn 3" || attr(t, turnSpan, spans.AttrPromptNumber) != int64(3) {
+		t.Errorf("turn %q number %v", turnSpan.Name, attr(t, turnSpan, spans.AttrPromptNumber))
+	}
+	if root.Name != "session p s-1" {
+		t.Errorf("root %q", root.Name)
+	}
+	checks := []struct {
+		s    *spans.Span
+		k    string
+		want any
+	}{
+		{turnSpan, spans.AttrUsageOutputTokens, int64(150)},
+		{turnSpan, spans.AttrRawInputTokens, int64(9)},
+		{turnSpan, spans.AttrUsageInputTokens, int64(3 * 130)},
+		{turnSpan, spans.AttrUsageCacheReadTokens, int64(300)},
+		{turnSpan, spans.AttrCacheWrite5mTokens, int64(60)},
+		{turnSpan, spans.AttrCacheWrite1hTokens, int64(21)},
+		{turnSpan, spans.AttrCostUSD, 1.0},
+		{turnSpan, spans.AttrUnpricedTokens, int64(180)},
+		{turnSpan, spans.AttrProviderName, nil}, // mixed: claude-x and glm-4.7
+		{root, spans.AttrUsageOutputTokens, int64(200)},
+		{root, spans.AttrCostUSD, 1.5},
+		{r.byID(spans.RequestSpanID(sid, "m1")), spans.AttrCostUSD, 0.5},
+		{r.byID(spans.RequestSpanID(sid, "m2")), spans.AttrCostUSD, nil},
+		{r.byID(spans.RequestSpanID(sid, "m2")), spans.AttrProviderName, nil},
+		{r.byID(spans.RequestSpanID(sid, "m1")), spans.AttrProviderName, "anthropic"},
+	}
+	for _, c := range checks {
+		if got := attr(t, c.s, c.k); got != c.want {
+			t.Errorf("%s %s = %v, want %v", c.s.Name, c.k, got, c.want)
+		}
+	}
+	// The turn went out with its last request, before the root.
+	if i, j := indexOf(r.all, spans.TurnSpanID(sid, "p1")), indexOf(r.all, spans.RequestSpanID(sid, "m4")); i != j+1 {
+		t.Errorf("turn emitted at %d, last request at %d", i, j)
+	}
+}
+
+func indexOf(all []spans.Span, id spans.SpanID) int {
+	for i := range all {
+		if all[i].SpanID == id {
+			return i
+		}
+	}
+	return -1
+}
+
+func TestProvider(t *testing.T) {
+	for model, want := range map[string]string{
+		"claude-opus-4-5-20251101": "anthropic", "us.anthropic.claude-sonnet-4-5-v1:0": "anthropic",
+		"claude-opus-4.6-1m": "anthropic", "glm-4.7": "", "MiniMax-M2": "", "qwen3-coder": "", "": "", "<synthetic>": "",
+	} {
+		if got := spans.Provider(model); got != want {
+			t.Errorf("Provider(%q) = %q, want %q", model, got, want)
+		}
+	}
+}
+
+func TestPrivacy(t *testing.T) {
+	feed := func(b *spans.Builder) {
+		st := sessStart()
+		st.Cwd, st.Project = `C:\Users\alice\repo`, `C:\Users\alice\repo`
+		b.Session(st)
+		b.Turn(&session.Turn{Where: session.Where{SessionID: sid, TurnID: "p1"}, PromptUUID: "p1", Number: 1, Start: at(1), End: at(2)})
+		end := sessEnd(3)
+		end.Cwd, end.Project = st.Cwd, st.Project
+		b.Session(end)
+	}
+	def := run(spans.Config{}, feed)
+	for _, s := range def.all {
+		if attr(t, &s, spans.AttrProject) != "repo" || attr(t, &s, spans.AttrGitBranch) != nil {
+			t.Errorf("default: %s project %v branch %v", s.Name, attr(t, &s, spans.AttrProject), attr(t, &s, spans.AttrGitBranch))
+		}
+		if strings.Contains(s.Name, "alice") {
+			t.Errorf("default: name %q", s.Name)
+		}
+	}
+	full := run(spans.Config{Project: func(p string) string { return p }, Identifying: true}, feed)
+	root := full.byID(spans.RootSpanID(sid))
+	if attr(t, root, spans.AttrProject) != `C:\Users\alice\repo` || attr(t, root, spans.AttrGitBranch) != "main" {
+		t.Errorf("path and identifying: %+v", root.Attrs)
+	}
+	none := run(spans.Config{Project: func(string) string { return "" }}, feed)
+	if root := none.byID(spans.RootSpanID(sid)); root.Name != "session s-1" || attr(t, root, spans.AttrProject) != nil {
+		t.Errorf("no project: %q %+v", root.Name, root.Attrs)
 	}
 }
 
@@ -595,7 +778,7 @@ func TestTurnGranularity(t *testing.T) {
 		}
 		tr := spans.TurnTraceID(sid, "p1")
 		for _, s := range r.all {
-			if s.Name != "session" && s.TraceID != tr {
+			if !strings.HasPrefix(s.Name, "session ") && s.TraceID != tr {
 				t.Errorf("%s in trace %s, want the turn's", s.Name, s.TraceID)
 			}
 		}

@@ -9,8 +9,10 @@
 // are plain values (no OpenTelemetry SDK types): exporter/otlp converts
 // them for the wire.
 //
-// Import rule: the standard library, mapping/session and
-// mapping/transcript only — no os, net, clock, Prometheus client or
+// Import rule: the standard library, mapping/session, mapping/transcript
+// and mapping/metrics (model-name normalisation and the project basename,
+// shared with the metrics; prices come in through Config) only — no os,
+// net, clock, Prometheus client or
 // OpenTelemetry SDK. Time is what the units carry. See design.md for the
 // id scheme, the span tree and the known limitations.
 package spans

@@ -36,7 +36,7 @@ var goldenCases = []struct {
 	{"interrupted_request", "mlevison", "4802d08f-8b9e-463d-bb93-710c5f965845", spans.Config{},
 		"a request interrupted by the user ([Request interrupted by user])"},
 	{"synthetic_rate_limit", "aistrad", "62b3787a-4b11-4804-a474-77d0db602887", spans.Config{},
-		"<synthetic> rate-limit notices as events, warmup subagents"},
+		"<synthetic> rate-limit notices as failed chat spans, warmup subagents"},
 	{"turn_granularity", "aistrad", "19722b8a-e1b0-467d-9bc0-4a199bfdafd7", spans.Config{Granularity: spans.GranularityTurn},
 		"--traces.granularity=turn: one trace per turn, linked to the session span"},
 	{"capture_all", "mlevison", "4802d08f-8b9e-463d-bb93-710c5f965845",
@@ -63,7 +63,9 @@ func TestGoldenSessions(t *testing.T) {
 				MaxKeepBytes: c.cfg.CaptureMaxBytes,
 			}
 			var got []spans.Span
-			tree.run(dopts, c.cfg, nil, func(s spans.Span) {
+			cfg := c.cfg
+			cfg.Price = defaultPrice() // the embedded price table, as the daemon passes it
+			tree.run(dopts, cfg, nil, func(s spans.Span) {
 				if v, ok := s.Attr(spans.AttrConversationID); ok && v.Str == c.session {
 					got = append(got, s)
 				}

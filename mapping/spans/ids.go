@@ -11,6 +11,7 @@ const (
 	idTool       = "tool"
 	idAgent      = "agent"
 	idCompaction = "compaction"
+	idError      = "error"
 )
 
 // SessionTraceID is the trace id of a session: the first 16 bytes of
@@ -44,7 +45,7 @@ func traceID(sessionID, promptUUID string, turn bool) TraceID {
 
 // NewSpanID derives a span id: the first 8 bytes of
 // SHA-256(sessionID + "\x00" + kind + "\x00" + id), where kind is one of
-// session, turn, request, tool, agent, compaction and id the transcript id
+// session, turn, request, tool, agent, compaction, error and id the transcript id
 // (session id, prompt uuid, message.id, tool_use id, agent id, compact
 // boundary uuid). It is never all-zero.
 func NewSpanID(sessionID, kind, id string) SpanID {
@@ -83,6 +84,10 @@ func ToolSpanID(sessionID, toolUseID string) SpanID { return NewSpanID(sessionID
 
 // AgentSpanID is the id of the invoke_agent span of a subagent.
 func AgentSpanID(sessionID, agentID string) SpanID { return NewSpanID(sessionID, idAgent, agentID) }
+
+// ErrorSpanID is the id of the chat span of a request that failed, by the
+// message id (else uuid) of the <synthetic> line reporting it.
+func ErrorSpanID(sessionID, id string) SpanID { return NewSpanID(sessionID, idError, id) }
 
 // CompactionSpanID is the id of a compaction span.
 func CompactionSpanID(sessionID, uuid string) SpanID {

@@ -23,19 +23,31 @@ const (
 	AttrAgentName             = "gen_ai.agent.name"
 	AttrAgentDescription      = "gen_ai.agent.description"
 	AttrConversationID        = "gen_ai.conversation.id"
-	AttrErrorType             = "error.type"
-	AttrHTTPStatusCode        = "http.response.status_code"
+	AttrInputMessages         = "gen_ai.input.messages"
+	AttrOutputMessages        = "gen_ai.output.messages"
+	AttrSystemInstructions    = "gen_ai.system_instructions"
+	AttrToolCallArguments     = "gen_ai.tool.call.arguments"
+	AttrToolCallResult        = "gen_ai.tool.call.result"
+	// session.id (general session conventions): GenAI tools such as
+	// Langfuse and Phoenix group traces by it.
+	AttrSessionID      = "session.id"
+	AttrErrorType      = "error.type"
+	AttrHTTPStatusCode = "http.response.status_code"
 
 	// Claude Code: raw counts and transcript facts.
-	AttrRawInputTokens      = "claude_code.usage.input_tokens"
-	AttrCacheWrite5mTokens  = "claude_code.usage.cache_write_5m_tokens"
-	AttrCacheWrite1hTokens  = "claude_code.usage.cache_write_1h_tokens"
-	AttrRequestID           = "claude_code.request.id"
-	AttrRequestInterrupted  = "claude_code.request.interrupted"
-	AttrSessionID           = "claude_code.session.id"
-	AttrSessionTitle        = "claude_code.session.title"
-	AttrSessionTurns        = "claude_code.session.turns"
-	AttrProjectPath         = "claude_code.project.path"
+	AttrRawInputTokens     = "claude_code.usage.input_tokens"
+	AttrCacheWrite5mTokens = "claude_code.usage.cache_write_5m_tokens"
+	AttrCacheWrite1hTokens = "claude_code.usage.cache_write_1h_tokens"
+	AttrRequestID          = "claude_code.request.id"
+	AttrRequestInterrupted = "claude_code.request.interrupted"
+	AttrSessionTitle       = "claude_code.session.title"
+	AttrSessionTurns       = "claude_code.session.turns"
+	// The project in the form of the metrics' project label: the
+	// working directory's basename by default, the full path on request.
+	AttrProject             = "claude_code.project"
+	AttrPromptNumber        = "claude_code.prompt.number"
+	AttrCostUSD             = "claude_code.cost.usd"
+	AttrUnpricedTokens      = "claude_code.cost.unpriced_tokens"
 	AttrGitBranch           = "claude_code.git.branch"
 	AttrVersion             = "claude_code.version"
 	AttrSlug                = "claude_code.slug"
@@ -51,28 +63,31 @@ const (
 	AttrEventsDropped       = "claude_code.events.dropped"
 
 	// Captured content (opt-in per kind with --traces.capture, each cut to
-	// --traces.capture-max-bytes). Plain strings rather than the
-	// structured gen_ai.input.messages / gen_ai.output.messages: the
-	// transcript keeps text per block, not the request's message list.
-	AttrPrompt     = "claude_code.prompt"      // prompts: the human prompt, on the turn span
-	AttrResponse   = "claude_code.response"    // responses: the request's text, on the chat span
-	AttrThinking   = "claude_code.thinking"    // thinking: the request's thinking, on the chat span
-	AttrToolInput  = "claude_code.tool.input"  // tools: tool_use input JSON, on the tool span
-	AttrToolOutput = "claude_code.tool.output" // tools: tool_result content, on the tool span
-	AttrErrorText  = "claude_code.api_error.text"
+	// --traces.capture-max-bytes) goes in the GenAI attributes above:
+	// prompts in gen_ai.input.messages (turn span), responses and
+	// thinking in gen_ai.output.messages (chat span, thinking as a
+	// reasoning part), tool input and output in gen_ai.tool.call.arguments
+	// and gen_ai.tool.call.result (tool span). The transcript keeps no
+	// system prompt: gen_ai.system_instructions is never set.
+	AttrErrorText = "claude_code.api_error.text"
 
 	// Attribute values.
 	ProviderAnthropic  = "anthropic"
+	OperationSession   = "invoke_agent" // the root: the whole agent session
+	OperationCompact   = "chat"         // a compaction is a summarising request
 	OperationChat      = "chat"
 	OperationTool      = "execute_tool"
 	OperationAgent     = "invoke_agent"
 	ToolTypeFunction   = "function"
 	MainAgentName      = "claude-code"
+	DefaultAgentType   = "general-purpose" // what Claude Code runs an Agent/Task call without subagent_type as
 	ErrorTypeToolError = "tool_error"
 
 	// Span names (chat, execute_tool and invoke_agent spans add the model,
-	// tool or agent name after a space).
+	// tool or agent name after a space; the root adds the project and the
+	// session id's first 8 characters, a turn its prompt number).
 	SpanSession    = "session"
+	SpanTurn       = "turn"
 	SpanCompaction = "compaction"
 
 	// Event names.

@@ -2,6 +2,7 @@ package spans
 
 import (
 	"encoding/hex"
+	"strconv"
 	"time"
 )
 
@@ -65,6 +66,9 @@ const (
 	TypeInt
 	TypeBool
 	TypeStringSlice
+	// TypeFloat keeps the number in Str, in its shortest decimal form, so
+	// that every encoder of a Value round-trips it as a string.
+	TypeFloat
 )
 
 // Value is a typed attribute value.
@@ -76,9 +80,21 @@ type Value struct {
 	Strs []string
 }
 
-// Any returns the value as a Go value: string, int64, bool or []string.
+// Float returns a TypeFloat value as a number (0 for any other type).
+func (v Value) Float() float64 {
+	if v.Type != TypeFloat {
+		return 0
+	}
+	f, _ := strconv.ParseFloat(v.Str, 64)
+	return f
+}
+
+// Any returns the value as a Go value: string, int64, bool, float64 or
+// []string.
 func (v Value) Any() any {
 	switch v.Type {
+	case TypeFloat:
+		return v.Float()
 	case TypeInt:
 		return v.Int
 	case TypeBool:
@@ -99,6 +115,11 @@ type Attr struct {
 func String(k, v string) Attr    { return Attr{Key: k, Value: Value{Type: TypeString, Str: v}} }
 func Int(k string, v int64) Attr { return Attr{Key: k, Value: Value{Type: TypeInt, Int: v}} }
 func Bool(k string, v bool) Attr { return Attr{Key: k, Value: Value{Type: TypeBool, Bool: v}} }
+
+// Float builds a floating-point attribute.
+func Float(k string, v float64) Attr {
+	return Attr{Key: k, Value: Value{Type: TypeFloat, Str: strconv.FormatFloat(v, 'g', -1, 64)}}
+}
 func Strings(k string, v ...string) Attr {
 	return Attr{Key: k, Value: Value{Type: TypeStringSlice, Strs: v}}
 }

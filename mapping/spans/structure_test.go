@@ -1,10 +1,12 @@
 package spans_test
 
 import (
+	"math"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/claude-transcript-exporter/claude-transcript-exporter/mapping/metrics"
 	"github.com/claude-transcript-exporter/claude-transcript-exporter/mapping/session"
 	"github.com/claude-transcript-exporter/claude-transcript-exporter/mapping/spans"
 )
@@ -26,10 +28,19 @@ type issued struct {
 	// unit: they get no span (no trace dated 1970).
 	timeless int
 	timed    map[string]bool // session id → some unit of it had a time or was not a Session unit
+	// failed counts API errors that stand for a failed request (a chat
+	// span with an error status each).
+	failed int
+	// sessTokens sums the tokens of each session's requests (first
+	// copies, as the chat spans carry them).
+	sessTokens map[string]session.Tokens
+	// untyped counts Task/Agent calls issued without a subagent_type.
+	untyped int
 }
 
 func newIssued() *issued {
-	return &issued{toolMsg: map[string]string{}, agentTool: map[string]string{}, timed: map[string]bool{}}
+	return &issued{toolMsg: map[string]string{}, agentTool: map[string]string{}, timed: map[string]bool{},
+		sessTokens: map[string]session.Tokens{}}
 }
 
 func (x *issued) Session(u *session.Session) {
@@ -50,19 +61,176 @@ func (x *issued) Request(u *session.Request) {
 	x.timed[u.SessionID] = true
 	x.requests++
 	x.outputTotal += u.Tokens.Output
+	x.sessTokens[u.SessionID] = addTokens(x.sessTokens[u.SessionID], u.Tokens)
 	for _, id := range u.ToolUseIDs {
 		x.toolMsg[u.SessionID+"\x00"+id] = u.MessageID
 	}
 }
 func (x *issued) RequestUpdate(u *session.RequestUpdate) { x.outputTotal += u.Delta.Output }
-func (x *issued) ToolCall(u *session.ToolCall)           { x.tools++; x.timed[u.SessionID] = true }
+func (x *issued) ToolCall(u *session.ToolCall) {
+	x.tools++
+	x.timed[u.SessionID] = true
+	if u.SubagentType == session.DefaultSubagentType {
+		x.untyped++
+	}
+}
 func (x *issued) Subagent(u *session.Subagent) {
 	x.timed[u.SessionID] = true
 	x.agents++
 	x.agentTool[u.SessionID+"\x00"+u.AgentID] = u.ToolUseID
 }
 func (x *issued) Compaction(u *session.Compaction) { x.compactions++; x.timed[u.SessionID] = true }
-func (x *issued) APIError(*session.APIError)       {}
+func (x *issued) APIError(u *session.APIError) {
+	if spans.FailedRequest(u.Kind) {
+		x.failed++
+	}
+}
+
+func addTokens(a, b session.Tokens) session.Tokens {
+	return session.Tokens{Input: a.Input + b.Input, Output: a.Output + b.Output, CacheRead: a.CacheRead + b.CacheRead,
+		CacheWrite5m: a.CacheWrite5m + b.CacheWrite5m, CacheWrite1h: a.CacheWrite1h + b.CacheWrite1h}
+}
+
+// corpusConfig is the builder's configuration in the structural tests:
+// the metrics' price table, as the daemon passes it.
+func corpusConfig(g spans.Granularity) spans.Config {
+	return spans.Config{Granularity: g, Price: defaultPrice()}
+}
+
+// defaultPrice prices requests with the embedded price table.
+func defaultPrice() func(string, session.Tokens) (float64, bool) {
+	prices := metrics.DefaultPrices()
+	return func(model string, t session.Tokens) (float64, bool) {
+		p, ok := prices.Lookup(model)
+		return p.Cost(t), ok
+	}
+}
+
+// isRoot and isTurn tell root and turn spans by their attributes.
+func isRoot(s *spans.Span) bool { _, ok := s.Attr(spans.AttrSessionTurns); return ok }
+func isTurn(s *spans.Span) bool { _, ok := s.Attr(spans.AttrTurnRequests); return ok }
+
+func intAttr(s *spans.Span, k string) int64 { v, _ := s.Attr(k); return v.Int }
+
+// tokensOf reads the token totals of a span by type.
+func tokensOf(s *spans.Span) session.Tokens {
+	return session.Tokens{Input: intAttr(s, spans.AttrRawInputTokens), Output: intAttr(s, spans.AttrUsageOutputTokens),
+		CacheRead: intAttr(s, spans.AttrUsageCacheReadTokens), CacheWrite5m: intAttr(s, spans.AttrCacheWrite5mTokens),
+		CacheWrite1h: intAttr(s, spans.AttrCacheWrite1hTokens)}
+}
+
+// checkNames checks, on every span, what a user scanning a trace list or
+// a GenAI tool needs (issue 12): the root names its project and session
+// and carries the session's token totals and cost; each turn names its
+// prompt number and carries its requests' totals and cost; every span
+// has session.id beside gen_ai.conversation.id, gen_ai.operation.name and
+// a positive duration; no subagent is "unknown" when its launching call
+// is known; the provider is anthropic for Claude models only; failed
+// requests carry error.type and an error status; and, capture and the
+// identifying flag off, no git branch nor a project path.
+func checkNames(t *testing.T, all []spans.Span, x *issued) {
+	t.Helper()
+	byID := map[spans.SpanID]*spans.Span{}
+	for i := range all {
+		byID[all[i].SpanID] = &all[i]
+	}
+	turnSums := map[spans.SpanID]session.Tokens{}
+	turnNums := map[string]map[int64]bool{}
+	failed := 0
+	for i := range all {
+		s := &all[i]
+		conv, _ := s.Attr(spans.AttrConversationID)
+		if sess, _ := s.Attr(spans.AttrSessionID); sess.Str != conv.Str || sess.Str == "" {
+			t.Errorf("%s: session.id %q beside conversation id %q", s.Name, sess.Str, conv.Str)
+		}
+		op, _ := s.Attr(spans.AttrOperationName)
+		if op.Str == "" {
+			t.Errorf("%s: no %s", s.Name, spans.AttrOperationName)
+		}
+		if !s.End.After(s.Start) {
+			t.Errorf("%s %s: duration %v, want positive", s.Name, s.SpanID, s.End.Sub(s.Start))
+		}
+		if s.Start.Year() < 2000 {
+			t.Errorf("%s %s: dated %v", s.Name, s.SpanID, s.Start)
+		}
+		for _, k := range []string{spans.AttrGitBranch, spans.AttrInputMessages, spans.AttrOutputMessages,
+			spans.AttrToolCallArguments, spans.AttrToolCallResult, spans.AttrSessionTitle} {
+			if _, ok := s.Attr(k); ok {
+				t.Errorf("%s: %s without capture or --traces.identifying-attributes", s.Name, k)
+			}
+		}
+		if p, ok := s.Attr(spans.AttrProject); ok && p.Str != metrics.Basename(p.Str) {
+			t.Errorf("%s: project %q, want the basename", s.Name, p.Str)
+		}
+		model, _ := s.Attr(spans.AttrRequestModel)
+		prov, hasProv := s.Attr(spans.AttrProviderName)
+		claude := strings.HasPrefix(metrics.NormalizeModel(model.Str), "claude")
+		if op.Str == spans.OperationChat && model.Str != "" && (claude != hasProv || hasProv && prov.Str != spans.ProviderAnthropic) {
+			t.Errorf("%s: provider %q for model %q", s.Name, prov.Str, model.Str)
+		}
+		if strings.HasPrefix(s.Name, "invoke_agent unknown") {
+			agent, _ := s.Attr(spans.AttrAgentID)
+			if x.agentTool[conv.Str+"\x00"+agent.Str] != "" {
+				t.Errorf("%s %s: launched by a known call, still unknown", s.Name, agent.Str)
+			}
+		}
+		if e, ok := s.Attr(spans.AttrErrorType); ok && op.Str == spans.OperationChat {
+			failed++
+			if s.Status != spans.StatusError || e.Str == "" {
+				t.Errorf("%s: failed request with status %s error.type %q", s.Name, s.Status, e.Str)
+			}
+		}
+		if op.Str == spans.OperationChat && model.Str != "" && isTurn(byID[s.ParentSpanID]) {
+			turnSums[s.ParentSpanID] = addTokens(turnSums[s.ParentSpanID], tokensOf(s))
+		}
+		cost, hasCost := s.Attr(spans.AttrCostUSD)
+		switch {
+		case isRoot(s):
+			want := spans.RootName(mustAttr(t, s, spans.AttrProject), conv.Str, "")
+			if s.Name != want || !strings.Contains(s.Name, conv.Str[:min(8, len(conv.Str))]) {
+				t.Errorf("root named %q, want %q", s.Name, want)
+			}
+			if got, want := tokensOf(s), x.sessTokens[conv.Str]; got != want {
+				t.Errorf("%s: totals %+v, want the requests' %+v", s.Name, got, want)
+			}
+			if !hasCost || math.IsNaN(cost.Float()) || cost.Float() < 0 {
+				t.Errorf("%s: cost %v", s.Name, cost.Str)
+			}
+		case isTurn(s):
+			n := intAttr(s, spans.AttrPromptNumber)
+			if n <= 0 || s.Name != spans.TurnName(int(n)) {
+				t.Errorf("turn %q: prompt number %d", s.Name, n)
+			}
+			if turnNums[conv.Str] == nil {
+				turnNums[conv.Str] = map[int64]bool{}
+			}
+			if turnNums[conv.Str][n] {
+				t.Errorf("%s: prompt number %d twice in session %s", s.Name, n, conv.Str)
+			}
+			turnNums[conv.Str][n] = true
+			if !hasCost {
+				t.Errorf("%s: no cost", s.Name)
+			}
+		}
+	}
+	for id, sum := range turnSums {
+		if got := tokensOf(byID[id]); got != sum {
+			t.Errorf("%s: totals %+v, want its chat spans' %+v", byID[id].Name, got, sum)
+		}
+	}
+	if failed != x.failed {
+		t.Errorf("%d failed-request spans, want %d", failed, x.failed)
+	}
+}
+
+func mustAttr(t *testing.T, s *spans.Span, k string) string {
+	t.Helper()
+	v, ok := s.Attr(k)
+	if !ok {
+		t.Errorf("%s: no %s", s.Name, k)
+	}
+	return v.Str
+}
 
 type spanKey struct {
 	trace spans.TraceID
@@ -84,8 +252,9 @@ func TestStructureOnEveryTree(t *testing.T) {
 			}
 			t.Run(name, func(t *testing.T) {
 				x := newIssued()
-				all, st := treeSpans(t, dir, spans.Config{Granularity: g}, x)
+				all, st := treeSpans(t, dir, corpusConfig(g), x)
 				checkTree(t, all, x, g, st)
+				checkNames(t, all, x)
 				if st.Unlinked != 0 || st.EventsLost != 0 || st.EventsDropped != 0 {
 					t.Errorf("stats: %+v", st)
 				}
@@ -98,7 +267,7 @@ func TestStructureOnEveryTree(t *testing.T) {
 
 func checkTree(t *testing.T, all []spans.Span, x *issued, g spans.Granularity, st spans.Stats) {
 	t.Helper()
-	if want := x.sessions + x.turns + x.requests + x.tools + x.agents + x.compactions + int(st.StandInAgents); len(all) != want {
+	if want := x.sessions + x.turns + x.requests + x.tools + x.agents + x.compactions + x.failed + int(st.StandInAgents); len(all) != want {
 		t.Errorf("%d spans, want one per unit: %d", len(all), want)
 	}
 	if int(st.Timeless) != x.timeless {
@@ -140,7 +309,7 @@ func checkTree(t *testing.T, all []spans.Span, x *issued, g spans.Granularity, s
 			t.Errorf("%s %s: no %s", s.Name, s.SpanID, spans.AttrConversationID)
 		}
 		if s.ParentSpanID.IsZero() {
-			root := s.Name == spans.SpanSession || (g == spans.GranularityTurn && s.Name == "invoke_agent claude-code")
+			root := isRoot(s) || (g == spans.GranularityTurn && isTurn(s))
 			if !root {
 				t.Errorf("%s %s: no parent", s.Name, s.SpanID)
 			}
@@ -164,7 +333,7 @@ func checkTree(t *testing.T, all []spans.Span, x *issued, g spans.Granularity, s
 		case op.Str == spans.OperationChat:
 			out, _ := s.Attr(spans.AttrUsageOutputTokens)
 			outSum += out.Int
-			if s.Kind != spans.KindClient {
+			if s.Kind != spans.KindClient && s.Name != spans.SpanCompaction {
 				t.Errorf("%s: kind %s", s.Name, s.Kind)
 			}
 		case op.Str == spans.OperationTool:
@@ -175,11 +344,11 @@ func checkTree(t *testing.T, all []spans.Span, x *issued, g spans.Granularity, s
 			} else if s.ParentSpanID != spans.RequestSpanID(sid, msg) {
 				t.Errorf("%s %s: parent %s (%s), want the chat span of %s", s.Name, id.Str, parent.Name, s.ParentSpanID, msg)
 			}
-		case op.Str == spans.OperationAgent && s.Name != "invoke_agent claude-code":
+		case op.Str == spans.OperationAgent && !isRoot(s) && !isTurn(s):
 			agent, _ := s.Attr(spans.AttrAgentID)
 			tool := x.agentTool[sid+"\x00"+agent.Str]
 			if tool == "" {
-				if parent.Name != spans.SpanSession {
+				if !isRoot(parent) {
 					t.Errorf("%s %s: no launching tool, parent %s", s.Name, agent.Str, parent.Name)
 				}
 				continue
@@ -189,8 +358,11 @@ func checkTree(t *testing.T, all []spans.Span, x *issued, g spans.Granularity, s
 				t.Errorf("%s %s: parent %q %s, want the tool span of %s", s.Name, agent.Str, parent.Name, callID.Str, tool)
 			}
 		}
-		// Everything a subagent did sits under its span.
-		if agent, ok := s.Attr(spans.AttrAgentID); ok && op.Str == spans.OperationChat {
+		// Everything a subagent did sits under its span (a failed request
+		// that came after its subagent's span went out sits under the root,
+		// naming the subagent).
+		_, failed := s.Attr(spans.AttrErrorType)
+		if agent, ok := s.Attr(spans.AttrAgentID); ok && op.Str == spans.OperationChat && !failed {
 			want := spans.AgentSpanID(sid, agent.Str)
 			found := false
 			for p := parent; p != nil; p = byKey[spanKey{p.TraceID, p.ParentSpanID}] {
