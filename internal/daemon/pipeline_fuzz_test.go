@@ -102,8 +102,9 @@ func (p *pipe) build() {
 	if err != nil {
 		p.tb.Fatal(err)
 	}
-	mapper := metrics.NewMapper(metrics.Config{Project: label, Prices: metrics.DefaultPrices()}, p.usage)
-	builder := spans.NewBuilder(builderConfig(p.cfg.Traces), func(spans.Span) {})
+	prices := metrics.DefaultPrices()
+	mapper := metrics.NewMapper(metrics.Config{Project: label, Prices: prices}, p.usage)
+	builder := spans.NewBuilder(builderConfig(p.cfg.Traces, p.cfg.ProjectLabel, prices), func(spans.Span) {})
 	p.asm = session.New(session.Config{Settle: p.cfg.Settle, IdleTimeout: p.cfg.IdleTimeout}, session.Fanout{mapper, builder})
 	p.rd = newReader(&p.cfg, slog.New(slog.DiscardHandler), p.self, p.asm, transcript.Options{MaxLineBytes: p.cfg.MaxLineBytes}, clock)
 	p.stats = &statsPublisher{self: p.self}
