@@ -190,6 +190,7 @@ type agentState struct {
 	toolUseID   string
 	warmup      bool
 	warmupKnown bool
+	background  bool
 	emitted     bool
 	start, end  time.Time
 	project     string
@@ -536,6 +537,7 @@ func (a *Assembler) assistant(c *ctxState, r *transcript.Record, now time.Time) 
 			Start:        r.Timestamp,
 			SubagentType: SubagentType(tu),
 			Description:  tu.Description,
+			Background:   tu.Background,
 			Input:        tu.Input,
 		}}
 		a.tools[tu.ID] = ts
@@ -731,6 +733,7 @@ func (a *Assembler) finishTool(t *toolState, isError bool, at time.Time, task *t
 			}
 			ag.end = laterOf(ag.end, call.End)
 			ag.warmupKnown = true
+			ag.background = ag.background || call.Background
 			a.emitAgent(ag)
 		}
 	}
@@ -759,6 +762,9 @@ func (a *Assembler) emitAgent(ag *agentState) {
 	if typ == "" {
 		typ = "unknown"
 	}
+	if t := a.tools[ag.toolUseID]; t != nil && ag.toolUseID != "" && t.call.Background {
+		ag.background = true
+	}
 	w := Where{SessionID: ag.sessionID, AgentID: ag.id}
 	if s := a.sessions[ag.sessionID]; s != nil {
 		w.Project = a.project(s)
@@ -772,6 +778,7 @@ func (a *Assembler) emitAgent(ag *agentState) {
 		Description: ag.description,
 		ToolUseID:   ag.toolUseID,
 		Warmup:      ag.warmup,
+		Background:  ag.background,
 		Start:       ag.start,
 		End:         ag.end,
 		Ended:       true,

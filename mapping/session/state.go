@@ -118,6 +118,7 @@ type AgentState struct {
 	ToolUseID   string    `json:"tool,omitempty"`
 	Warmup      bool      `json:"warmup,omitempty"`
 	WarmupKnown bool      `json:"wk,omitempty"`
+	Background  bool      `json:"bg,omitempty"`
 	Emitted     bool      `json:"x,omitempty"`
 	Start       time.Time `json:"s"`
 	End         time.Time `json:"e"`
@@ -176,7 +177,7 @@ func (a *Assembler) State() State {
 	}
 	for _, ag := range a.agents {
 		st.Agents = append(st.Agents, AgentState{Seq: ag.seq, ID: ag.id, SessionID: ag.sessionID, AgentType: ag.agentType,
-			Description: ag.description, ToolUseID: ag.toolUseID, Warmup: ag.warmup, WarmupKnown: ag.warmupKnown,
+			Description: ag.description, ToolUseID: ag.toolUseID, Warmup: ag.warmup, WarmupKnown: ag.warmupKnown, Background: ag.background,
 			Emitted: ag.emitted, Start: ag.start, End: ag.end, Project: ag.project})
 	}
 	return st
@@ -258,7 +259,7 @@ func (a *Assembler) Restore(st State, now time.Time) error {
 	}
 	for _, ag := range st.Agents {
 		a.agents[ag.ID] = &agentState{seq: ag.Seq, id: ag.ID, sessionID: ag.SessionID, agentType: ag.AgentType,
-			description: ag.Description, toolUseID: ag.ToolUseID, warmup: ag.Warmup, warmupKnown: ag.WarmupKnown,
+			description: ag.Description, toolUseID: ag.ToolUseID, warmup: ag.Warmup, warmupKnown: ag.WarmupKnown, background: ag.Background,
 			emitted: ag.Emitted, start: ag.Start, end: ag.End, project: ag.Project}
 		if ag.ToolUseID != "" {
 			a.byTool[ag.ToolUseID] = a.agents[ag.ID]

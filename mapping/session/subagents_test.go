@@ -47,6 +47,8 @@ func TestSubagents(t *testing.T) {
 		// taskAgent is the AgentID the Task ToolCall must carry ("" when
 		// there is no Task call).
 		taskAgent string
+		// background is the agent launched with run_in_background.
+		background string
 	}{
 		{
 			name:  "new layout typed by meta, linked by toolUseResult (agent file first)",
@@ -139,6 +141,19 @@ func TestSubagents(t *testing.T) {
 			taskAgent: legacyAgent,
 		},
 		{
+			name: "an Agent call with run_in_background runs a background agent",
+			files: []file{
+				parent(
+					A{UUID: "a1", Parent: "u1", Sec: 1, Msg: "msg_task", In: 3, Out: 150, Stop: "tool_use", Blocks: blocks(toolUseB(taskID, "Agent", `{"description":"Watch the build","prompt":"Review it.","subagent_type":"Explore","run_in_background":true}`))}.String(),
+					taskRes(taskResult(legacyAgent, "")),
+				),
+				{legacyAgentPath(legacyAgent), agentLines(legacyAgent, "Review it.")},
+			},
+			agents:     map[string]wantAgent{legacyAgent: {"Explore", taskID, false}},
+			taskAgent:  legacyAgent,
+			background: legacyAgent,
+		},
+		{
 			name: "legacy agent never resolved is unknown",
 			files: []file{
 				parent(),
@@ -205,9 +220,9 @@ func TestSubagents(t *testing.T) {
 			}
 			for id, w := range tc.agents {
 				s := one(t, "subagent "+id, log.agentsOf(id))
-				if s.AgentType != w.typ || s.ToolUseID != w.toolUseID || s.Warmup != w.warmup || !s.Ended {
-					t.Errorf("subagent %s: type=%q tool=%q warmup=%v ended=%v, want type=%q tool=%q warmup=%v ended",
-						id, s.AgentType, s.ToolUseID, s.Warmup, s.Ended, w.typ, w.toolUseID, w.warmup)
+				if s.AgentType != w.typ || s.ToolUseID != w.toolUseID || s.Warmup != w.warmup || s.Background != (id == tc.background) || !s.Ended {
+					t.Errorf("subagent %s: type=%q tool=%q warmup=%v background=%v ended=%v, want type=%q tool=%q warmup=%v background=%v ended",
+						id, s.AgentType, s.ToolUseID, s.Warmup, s.Background, s.Ended, w.typ, w.toolUseID, w.warmup, id == tc.background)
 				}
 				if s.SessionID != sessA || s.TurnID != "" {
 					t.Errorf("subagent %s where %+v, want session %s and no turn", id, s.Where, sessA)

@@ -140,8 +140,11 @@ type ToolCall struct {
 	SubagentType string
 	Description  string
 	AgentID      string
-	Input        string // capture only
-	Output       string // capture only
+	// Background says the call asked to run its subagent in the
+	// background: its result returns at once, the subagent works on.
+	Background bool
+	Input      string // capture only
+	Output     string // capture only
 }
 
 // Duration is End-Start when known.
@@ -182,8 +185,11 @@ type Subagent struct {
 	AgentType   string
 	Description string
 	// ToolUseID is the Task/Agent call that launched it ("" when unknown).
-	ToolUseID  string
-	Warmup     bool
+	ToolUseID string
+	Warmup    bool
+	// Background says its launching call ran it in the background: the
+	// subagent's work goes on after the call returned.
+	Background bool
 	Start, End time.Time
 	Ended      bool
 }
