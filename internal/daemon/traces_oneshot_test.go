@@ -153,14 +153,20 @@ func tracesCheckTree(t *testing.T, got []testbackend.Span, turnTraces bool) {
 			t.Errorf("%s %s: parent %s not in trace %s", s.Name, s.SpanID, s.ParentSpanID, s.TraceID)
 			continue
 		}
+		if s.Start.Before(p.Start) || s.End.After(p.End) {
+			t.Errorf("%s %s [%v..%v] outside its parent %s [%v..%v]", s.Name, s.SpanID, s.Start, s.End, p.Name, p.Start, p.End)
+		}
 		switch op := s.Attrs[spans.AttrOperationName]; {
 		case op == spans.OperationChat:
 			if s.Kind != testbackend.SpanKindClient && s.Name != spans.SpanCompaction {
 				t.Errorf("%s: kind %d", s.Name, s.Kind)
 			}
 		case op == spans.OperationTool:
-			if !strings.HasPrefix(p.Name, "chat") {
-				t.Errorf("%s: parent %s, want a chat span", s.Name, p.Name)
+			// Beside the chat span that asked for it, linked to it.
+			if len(s.Links) != 1 {
+				t.Errorf("%s: %d links, want one to its chat span", s.Name, len(s.Links))
+			} else if chat := by[key{s.Links[0].TraceID, s.Links[0].SpanID}]; chat == nil || !strings.HasPrefix(chat.Name, "chat") || chat.ParentSpanID != s.ParentSpanID {
+				t.Errorf("%s: link %+v, want a chat span beside it", s.Name, s.Links[0])
 			}
 			if s.Attrs[spans.AttrToolOutcome] == "error" && s.StatusCode != testbackend.StatusError {
 				t.Errorf("%s: tool error without error status", s.Name)

@@ -47,6 +47,12 @@ type Span struct {
 	StatusCode    int
 	StatusMessage string
 	Events        []Event
+	Links         []Link
+}
+
+// Link is a span link: the trace and span it points to.
+type Link struct {
+	TraceID, SpanID string
 }
 
 // Event is a span event.
@@ -90,6 +96,10 @@ type (
 			Code    json.Number `json:"code"`
 			Message string      `json:"message"`
 		} `json:"status"`
+		Links []struct {
+			TraceID string `json:"traceId"`
+			SpanID  string `json:"spanId"`
+		} `json:"links"`
 	}
 	otlpKeyValue struct {
 		Key   string       `json:"key"`
@@ -196,6 +206,9 @@ func convertSpan(in otlpSpan) (Span, error) {
 			return s, fmt.Errorf("event %q: %w", oe.Name, err)
 		}
 		s.Events = append(s.Events, e)
+	}
+	for _, l := range in.Links {
+		s.Links = append(s.Links, Link{TraceID: l.TraceID, SpanID: l.SpanID})
 	}
 	return s, nil
 }

@@ -176,6 +176,18 @@ type sessState struct {
 	// own span is not out yet, with the time range of those spans.
 	agentRefs map[string]*timeRange
 
+	// extent is the time range of every span of the session sent so
+	// far: the root span covers it.
+	extent timeRange
+	// agentTools are the Task/Agent tool spans sent, by tool_use id: a
+	// subagent sits under its launching call only when that span exists.
+	agentTools map[string]timeRange
+	// heldAgents are subagent spans kept until the session ends: those
+	// whose work goes on after their launching call (background agents,
+	// warmup agents) or whose call was not seen. Their span then covers
+	// all they did.
+	heldAgents map[string]*session.Subagent
+
 	// GranularityTurn only.
 	toolScope  map[string]scope  // tool_use id → where the tool span sits
 	agentScope map[string]scope  // agent id → where its span sits
@@ -189,6 +201,17 @@ type sessState struct {
 type scope struct{ turn, agent, tool string }
 
 type timeRange struct{ start, end time.Time }
+
+// widen returns start and end widened to cover r.
+func (r *timeRange) widen(start, end time.Time) (time.Time, time.Time) {
+	if !r.start.IsZero() && r.start.Before(start) {
+		start = r.start
+	}
+	if r.end.After(end) {
+		end = r.end
+	}
+	return start, end
+}
 
 func (r *timeRange) add(start, end time.Time) {
 	if !start.IsZero() && (r.start.IsZero() || start.Before(r.start)) {
@@ -233,6 +256,8 @@ func (b *Builder) sess(id string) *sessState {
 			agentsDone: map[string]struct{}{},
 			agentRefs:  map[string]*timeRange{},
 			turnTotal:  map[string]*totals{},
+			agentTools: map[string]timeRange{},
+			heldAgents: map[string]*session.Subagent{},
 		}
 		if b.cfg.Granularity == GranularityTurn {
 			s.toolScope = map[string]scope{}
@@ -315,6 +340,7 @@ func (b *Builder) Session(u *session.Session) {
 	if !u.Ended {
 		return
 	}
+	b.releaseAgents(s)
 	b.standIns(s)
 	b.finishTurns(s)
 	if s.last.IsZero() && u.Turns == 0 && s.sent == 0 {
@@ -323,6 +349,7 @@ func (b *Builder) Session(u *session.Session) {
 		return
 	}
 	start, end := b.times(s, u.Start, u.End)
+	start, end = s.extent.widen(start, end)
 	attrs := make([]Attr, 0, 24)
 	attrs = append(attrs,
 		String(AttrOperationName, OperationAgent),
@@ -546,6 +573,8 @@ func (b *Builder) finishTurn(s *sessState, id string) {
 	delete(s.turnTotal, id)
 	b.held--
 	sp := tot.span
+	sp.Start, sp.End = tot.extent.widen(sp.Start, sp.End)
+	s.extent.add(sp.Start, sp.End)
 	if p := tot.provider(); p != "" {
 		sp.Attrs = append(sp.Attrs, String(AttrProviderName, p))
 	}
@@ -647,12 +676,13 @@ func (b *Builder) Request(u *session.Request) {
 // RequestUpdate is ignored: see Builder.
 func (b *Builder) RequestUpdate(*session.RequestUpdate) {}
 
-// ToolCall emits the execute_tool span of one tool call, under the chat
-// span of the request that issued it.
+// ToolCall emits the execute_tool span of one tool call, beside the chat
+// span of the request that issued it (under the same turn, subagent or
+// root), with a link to that chat span.
 func (b *Builder) ToolCall(u *session.ToolCall) {
 	s := b.sess(u.SessionID)
 	s.touch(u.End)
-	_, sc := parentOf(&u.Where)
+	parent, sc := parentOf(&u.Where)
 	start, end := b.times(s, u.Start, u.End)
 	s.refAgent(&u.Where, start, end)
 	attrs := make([]Attr, 0, 12)
@@ -680,12 +710,15 @@ func (b *Builder) ToolCall(u *session.ToolCall) {
 	}
 	sp := Span{
 		SpanID:       ToolSpanID(s.id, u.ToolUseID),
-		ParentSpanID: RequestSpanID(s.id, u.MessageID),
-		Name:         OperationTool + " " + u.Name,
-		Kind:         KindInternal,
-		Start:        start,
-		End:          end,
-		Attrs:        attrs,
+		ParentSpanID: parent,
+		// The chat span that asked for the call ended when its response
+		// did; the tool runs after it, so it is a sibling, linked.
+		Links: []Link{{SpanID: RequestSpanID(s.id, u.MessageID)}},
+		Name:  OperationTool + " " + u.Name,
+		Kind:  KindInternal,
+		Start: start,
+		End:   end,
+		Attrs: attrs,
 	}
 	if u.Outcome == session.OutcomeError {
 		sp.Status = StatusError
@@ -694,6 +727,9 @@ func (b *Builder) ToolCall(u *session.ToolCall) {
 	}
 	if s.toolScope != nil {
 		b.learnTool(s, u.ToolUseID, sc)
+	}
+	if u.AgentID != "" || u.SubagentType != "" || u.Name == "Task" || u.Name == "Agent" {
+		s.agentTools[u.ToolUseID] = timeRange{start: sp.Start, end: sp.End}
 	}
 	b.send(s, sc, sp)
 }
@@ -706,7 +742,64 @@ func (b *Builder) Subagent(u *session.Subagent) {
 	if !u.Ended {
 		return
 	}
-	b.agentSpan(s, u, false)
+	// The span waits for the session's end, so that it covers all the
+	// subagent did: a background agent works on after its call returned,
+	// a warmup agent's requests come after its prompt, a resumed agent
+	// works again later. With a trace per turn, its spans wait with it
+	// (up to MaxPending), since its place decides their trace.
+	if _, done := s.agentsDone[u.AgentID]; done {
+		return
+	}
+	if _, held := s.heldAgents[u.AgentID]; !held {
+		c := *u
+		s.heldAgents[u.AgentID] = &c
+	}
+}
+
+// runsInCall says a subagent ran inside the call that launched it: the
+// call's span exists and did not return before the work was done
+// (neither a background nor a warmup agent).
+func (s *sessState) runsInCall(u *session.Subagent) bool {
+	if u.ToolUseID == "" || u.Background || u.Warmup {
+		return false
+	}
+	_, ok := s.agentTools[u.ToolUseID]
+	return ok
+}
+
+// traceOfTool is the trace a tool span went to: the session's, or under
+// GranularityTurn its turn's when known.
+func (s *sessState) traceOfTool(id string) TraceID {
+	if s.toolScope != nil {
+		if sc, ok := s.toolScope[id]; ok {
+			if tr, missing := s.resolve(sc); missing == "" {
+				return tr
+			}
+		}
+	}
+	return s.trace
+}
+
+// releaseAgents emits the held subagent spans when their session ends, in
+// the order of their starts.
+func (b *Builder) releaseAgents(s *sessState) {
+	if len(s.heldAgents) == 0 {
+		return
+	}
+	held := make([]*session.Subagent, 0, len(s.heldAgents))
+	for _, u := range s.heldAgents {
+		held = append(held, u)
+	}
+	slices.SortFunc(held, func(x, y *session.Subagent) int {
+		if c := x.Start.Compare(y.Start); c != 0 {
+			return c
+		}
+		return strings.Compare(x.AgentID, y.AgentID)
+	})
+	for _, u := range held {
+		b.agentSpan(s, u, false)
+	}
+	clear(s.heldAgents)
 }
 
 func (b *Builder) agentSpan(s *sessState, u *session.Subagent, standIn bool) {
@@ -727,9 +820,23 @@ func (b *Builder) agentSpan(s *sessState, u *session.Subagent, standIn bool) {
 		}
 		delete(s.agentRefs, u.AgentID)
 	}
+	// A subagent sits in the call that launched it when the call returned
+	// after its work; otherwise (background, warmup, a call not seen, a
+	// stand-in) under the root, linked to the call when its span exists.
 	parent, sc := RootSpanID(s.id), scope{}
-	if u.ToolUseID != "" {
+	call, callSent := s.agentTools[u.ToolUseID]
+	callSent = callSent && u.ToolUseID != ""
+	inCall := !standIn && s.runsInCall(u)
+	if inCall && (start.Before(call.start) || end.After(call.end)) {
+		// It worked outside its call too (resumed later): under the root.
+		inCall = false
+	}
+	var links []Link
+	switch {
+	case inCall:
 		parent, sc = ToolSpanID(s.id, u.ToolUseID), scope{tool: u.ToolUseID}
+	case callSent:
+		links = []Link{{TraceID: s.traceOfTool(u.ToolUseID), SpanID: ToolSpanID(s.id, u.ToolUseID)}}
 	}
 	attrs := make([]Attr, 0, 10)
 	attrs = append(attrs, String(AttrOperationName, OperationAgent))
@@ -746,12 +853,16 @@ func (b *Builder) agentSpan(s *sessState, u *session.Subagent, standIn bool) {
 	if u.Warmup {
 		attrs = append(attrs, Bool(AttrAgentWarmup, true))
 	}
+	if u.Background {
+		attrs = append(attrs, Bool(AttrAgentBackground, true))
+	}
 	if standIn {
 		attrs = append(attrs, Bool(AttrAgentStandIn, true))
 	}
 	sp := Span{
 		SpanID:       AgentSpanID(s.id, u.AgentID),
 		ParentSpanID: parent,
+		Links:        links,
 		Name:         OperationAgent + " " + u.AgentType,
 		Kind:         KindInternal,
 		Start:        start,
@@ -941,6 +1052,13 @@ func (b *Builder) takeEvents(sp *Span, buf *eventBuf) {
 
 // out emits a span whose trace id is set.
 func (b *Builder) out(sp Span) {
+	// A link without a trace points into the span's own trace (a tool
+	// span's link to the chat span that asked for it).
+	for i := range sp.Links {
+		if sp.Links[i].TraceID.IsZero() {
+			sp.Links[i].TraceID = sp.TraceID
+		}
+	}
 	b.stats.Spans++
 	b.emit(sp)
 }
@@ -949,6 +1067,18 @@ func (b *Builder) out(sp Span) {
 // GranularityTurn when the turn of sc is not known yet, holds it back.
 func (b *Builder) send(s *sessState, sc scope, sp Span) {
 	s.sent++
+	s.extent.add(sp.Start, sp.End)
+	if sc.turn != "" {
+		// The turn's span, while it waits for its requests, widens to
+		// cover what happened in it.
+		if tot := s.turnTotal[sc.turn]; tot != nil {
+			tot.extent.add(sp.Start, sp.End)
+		} else if _, done := s.turnsDone[sc.turn]; !done {
+			tot = &totals{}
+			tot.extent.add(sp.Start, sp.End)
+			s.turnTotal[sc.turn] = tot
+		}
+	}
 	if b.cfg.Granularity != GranularityTurn {
 		sp.TraceID = s.trace
 		b.out(sp)

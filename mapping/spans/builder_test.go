@@ -107,10 +107,10 @@ func TestTreeAndIDs(t *testing.T) {
 		{spans.RootSpanID(sid), spans.SpanID{}, "session p s-1", spans.KindInternal},
 		{spans.TurnSpanID(sid, "p1"), spans.RootSpanID(sid), "invoke_agent claude-code turn 1", spans.KindInternal},
 		{spans.RequestSpanID(sid, "m1"), spans.TurnSpanID(sid, "p1"), "chat claude-x", spans.KindClient},
-		{spans.ToolSpanID(sid, "tu1"), spans.RequestSpanID(sid, "m1"), "execute_tool Task", spans.KindInternal},
+		{spans.ToolSpanID(sid, "tu1"), spans.TurnSpanID(sid, "p1"), "execute_tool Task", spans.KindInternal},
 		{spans.AgentSpanID(sid, "a1"), spans.ToolSpanID(sid, "tu1"), "invoke_agent Explore", spans.KindInternal},
 		{spans.RequestSpanID(sid, "m2"), spans.AgentSpanID(sid, "a1"), "chat claude-x", spans.KindClient},
-		{spans.ToolSpanID(sid, "tu2"), spans.RequestSpanID(sid, "m2"), "execute_tool Read", spans.KindInternal},
+		{spans.ToolSpanID(sid, "tu2"), spans.AgentSpanID(sid, "a1"), "execute_tool Read", spans.KindInternal},
 		{spans.CompactionSpanID(sid, "c1"), spans.TurnSpanID(sid, "p1"), "compaction", spans.KindInternal},
 	}
 	if len(r.all) != len(want) {
@@ -127,6 +127,12 @@ func TestTreeAndIDs(t *testing.T) {
 		}
 		if attr(t, s, spans.AttrConversationID) != sid || attr(t, s, spans.AttrSessionID) != sid {
 			t.Errorf("%s: no conversation id or session.id", s.Name)
+		}
+		// A tool span sits beside the chat span that asked for it, linked.
+		if tu, ok := map[spans.SpanID]string{spans.ToolSpanID(sid, "tu1"): "m1", spans.ToolSpanID(sid, "tu2"): "m2"}[w.id]; ok {
+			if len(s.Links) != 1 || s.Links[0].SpanID != spans.RequestSpanID(sid, tu) || s.Links[0].TraceID != trace {
+				t.Errorf("%s: links %+v, want the chat span of %s", s.Name, s.Links, tu)
+			}
 		}
 		if op, _ := s.Attr(spans.AttrOperationName); op.Str == "" {
 			t.Errorf("%s: no %s", s.Name, spans.AttrOperationName)
@@ -264,6 +270,7 @@ func TestAttributes(t *testing.T) {
 				a := agent("a1", "", 1, 2)
 				a.Warmup, a.AgentType, a.Description = true, "unknown", ""
 				b.Subagent(a)
+				b.Session(sessEnd(9)) // a subagent's span waits for its session's end
 			},
 			span:  spans.AgentSpanID(sid, "a1"),
 			want:  map[string]any{spans.AttrAgentWarmup: true, spans.AttrAgentID: "a1", spans.AttrAgentName: "unknown"},
@@ -271,7 +278,7 @@ func TestAttributes(t *testing.T) {
 		},
 		{
 			name: "subagent",
-			feed: func(b *spans.Builder) { b.Subagent(agent("a1", "tu1", 1, 2)) },
+			feed: func(b *spans.Builder) { b.Subagent(agent("a1", "tu1", 1, 2)); b.Session(sessEnd(9)) },
 			span: spans.AgentSpanID(sid, "a1"),
 			want: map[string]any{spans.AttrOperationName: "invoke_agent", spans.AttrAgentID: "a1",
 				spans.AttrAgentName: "Explore"},
@@ -367,6 +374,7 @@ func TestAPIErrorEvents(t *testing.T) {
 			feed: func(b *spans.Builder) {
 				b.APIError(apiErr(inAgent("a1"), "retry", 2))
 				b.Subagent(agent("a1", "tu1", 1, 3))
+				b.Session(sessEnd(4))
 			},
 			on: spans.AgentSpanID(sid, "a1"), kinds: []string{"retry"}, end: 3,
 		},
@@ -379,6 +387,8 @@ func TestAPIErrorEvents(t *testing.T) {
 			on: spans.RootSpanID(sid), kinds: []string{"synthetic"}, end: 4,
 		},
 		{
+			// (A subagent's span waits for the session's end: an error
+			// after its Subagent unit still lands on it.)
 			name: "after its turn went out: moved to the root",
 			feed: func(b *spans.Builder) {
 				b.Turn(turn("p1", 1, 3))
@@ -387,7 +397,7 @@ func TestAPIErrorEvents(t *testing.T) {
 				b.APIError(apiErr(inAgent("a1"), "retry", 3))
 				b.Session(sessEnd(4))
 			},
-			on: spans.RootSpanID(sid), kinds: []string{"no_response", "retry"}, moved: 2, end: 4,
+			on: spans.RootSpanID(sid), kinds: []string{"no_response"}, moved: 1, end: 4,
 		},
 	}
 	for _, tc := range tests {
@@ -462,13 +472,17 @@ func TestFailedRequest(t *testing.T) {
 			}
 		})
 	}
-	// Its subagent's span went out already: under the root, naming it.
+	// After its subagent's Subagent unit: the subagent's span waits for
+	// the session's end, so the failed request sits under it and the
+	// subagent's span covers it.
 	r := run(spans.Config{}, func(b *spans.Builder) {
 		b.Subagent(agent("a1", "tu1", 1, 3))
 		b.APIError(&session.APIError{Where: inAgent("a1"), ID: "e3", Kind: "rate_limit", Time: at(4)})
+		b.Session(sessEnd(5))
 	})
-	if s := r.byID(spans.ErrorSpanID(sid, "e3")); s == nil || s.ParentSpanID != spans.RootSpanID(sid) || attr(t, s, spans.AttrAgentID) != "a1" {
-		t.Errorf("after its subagent: %+v", s)
+	s, ag := r.byID(spans.ErrorSpanID(sid, "e3")), r.byID(spans.AgentSpanID(sid, "a1"))
+	if s == nil || ag == nil || s.ParentSpanID != spans.AgentSpanID(sid, "a1") || s.End.After(ag.End) {
+		t.Errorf("after its subagent: %+v under %+v", s, ag)
 	}
 	for _, k := range []string{"retry", "no_response", "synthetic", ""} {
 		if spans.FailedRequest(k) {
@@ -519,6 +533,7 @@ func TestTimes(t *testing.T) {
 			a := agent("a1", "", 0, 6)
 			a.Start = time.Time{}
 			b.Subagent(a)
+			b.Session(sessEnd(9))
 		}, spans.AgentSpanID(sid, "a1"), at(6), at(6).Add(spans.MinDuration), 0, 0},
 		{"no time at all takes the session's latest", func(b *spans.Builder) {
 			b.Turn(turn("p0", 1, 8))
@@ -786,19 +801,24 @@ func TestTurnGranularity(t *testing.T) {
 			t.Errorf("stats %+v, %d spans", r.stats, len(r.all))
 		}
 	})
-	t.Run("never linked: sent in the session trace at its end", func(t *testing.T) {
+	t.Run("launching call never seen: under the root, in the session trace", func(t *testing.T) {
+		// What a session whose main file is gone leaves: the subagent's
+		// file names a call that never comes.
 		r := run(cfg, func(b *spans.Builder) {
 			b.Request(req(inAgent("a1"), "m2", 3, 4))
 			b.Subagent(agent("a1", "tu-missing", 2, 9))
 			b.Session(sessEnd(9))
 		})
-		if r.stats.Unlinked != 2 {
-			t.Errorf("unlinked %d, want 2 (request and subagent)", r.stats.Unlinked)
+		if r.stats.Unlinked != 0 {
+			t.Errorf("unlinked %d, want 0: the subagent's place is known at the session's end", r.stats.Unlinked)
 		}
 		for _, s := range r.all {
 			if s.TraceID != spans.SessionTraceID(sid) {
 				t.Errorf("%s not in the session trace", s.Name)
 			}
+		}
+		if ag := r.byID(spans.AgentSpanID(sid, "a1")); ag == nil || ag.ParentSpanID != spans.RootSpanID(sid) || len(ag.Links) != 0 {
+			t.Errorf("subagent %+v, want it under the root, unlinked", ag)
 		}
 	})
 	t.Run("bounded", func(t *testing.T) {
@@ -821,9 +841,62 @@ func TestSubagentCoversWhatItDidBefore(t *testing.T) {
 	r := run(spans.Config{}, func(b *spans.Builder) {
 		b.Request(req(inAgent("a1"), "m1", 2, 20))
 		b.Subagent(agent("a1", "tu1", 3, 9))
+		b.Session(sessEnd(20))
 	})
 	s := r.byID(spans.AgentSpanID(sid, "a1"))
 	if !s.Start.Equal(at(2)) || !s.End.Equal(at(20)) {
 		t.Errorf("subagent span %v..%v, want %v..%v", s.Start, s.End, at(2), at(20))
+	}
+}
+
+// TestSubagentPlacement: a subagent sits in the call that launched it
+// when its work lies within the call; a background subagent, or one whose
+// work went on after its call returned, sits under the root, linked to the
+// call, and its span lasts as long as its work.
+func TestSubagentPlacement(t *testing.T) {
+	tests := []struct {
+		name       string
+		background bool
+		workEnd    int // the subagent's last request ends here; the call returns at 5
+		wantParent spans.SpanID
+		wantEnd    int
+	}{
+		{"inside its call", false, 4, spans.ToolSpanID(sid, "tu1"), 5},
+		{"background", true, 30, spans.RootSpanID(sid), 30},
+		{"resumed after its call returned", false, 30, spans.RootSpanID(sid), 30},
+	}
+	for _, tc := range tests {
+		for _, g := range []spans.Granularity{spans.GranularitySession, spans.GranularityTurn} {
+			t.Run(tc.name, func(t *testing.T) {
+				r := run(spans.Config{Granularity: g}, func(b *spans.Builder) {
+					b.Session(sessStart())
+					b.Request(req(inTurn("p1"), "m1", 1, 2, "tu1"))
+					b.ToolCall(tool(inTurn("p1"), "tu1", "m1", "Agent", 2, 5, session.OutcomeOK))
+					a := agent("a1", "tu1", 2, 5)
+					a.Background = tc.background
+					b.Subagent(a)
+					b.Request(req(inAgent("a1"), "m2", 3, tc.workEnd))
+					b.Turn(turn("p1", 1, 6))
+					b.Session(sessEnd(40))
+				})
+				ag := r.byID(spans.AgentSpanID(sid, "a1"))
+				if ag == nil {
+					t.Fatal("no subagent span")
+				}
+				if ag.ParentSpanID != tc.wantParent || !ag.End.Equal(at(tc.wantEnd)) {
+					t.Errorf("parent %s end %v, want %s %v", ag.ParentSpanID, ag.End, tc.wantParent, at(tc.wantEnd))
+				}
+				if tc.wantParent == spans.RootSpanID(sid) && (len(ag.Links) != 1 || ag.Links[0].SpanID != spans.ToolSpanID(sid, "tu1")) {
+					t.Errorf("links %+v, want its call", ag.Links)
+				}
+				if got := attr(t, ag, spans.AttrAgentBackground); (got == true) != tc.background {
+					t.Errorf("background attribute %v", got)
+				}
+				child := r.byID(spans.RequestSpanID(sid, "m2"))
+				if child == nil || child.ParentSpanID != ag.SpanID || child.TraceID != ag.TraceID || child.End.After(ag.End) {
+					t.Errorf("its request %+v is not inside it", child)
+				}
+			})
+		}
 	}
 }

@@ -46,10 +46,12 @@ type totals struct {
 	prov     string
 	mixed    bool
 
-	// A turn's span, held until want requests were summed.
-	span Span
-	want int
-	held bool
+	// A turn's span, held until want requests were summed, and the time
+	// range of the spans sent in the turn meanwhile (the span covers it).
+	span   Span
+	want   int
+	held   bool
+	extent timeRange
 }
 
 func (t *totals) add(b *Builder, model string, tok session.Tokens) {

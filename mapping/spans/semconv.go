@@ -56,6 +56,7 @@ const (
 	AttrToolOutcome         = "claude_code.tool.outcome"
 	AttrToolSubagentType    = "claude_code.tool.subagent_type"
 	AttrAgentWarmup         = "claude_code.agent.warmup"
+	AttrAgentBackground     = "claude_code.agent.background"
 	AttrAgentStandIn        = "claude_code.agent.stand_in"
 	AttrCompactionTrigger   = "claude_code.compaction.trigger"
 	AttrCompactionPreTokens = "claude_code.compaction.pre_tokens"

@@ -295,10 +295,10 @@ func checkTree(t *testing.T, all []spans.Span, x *issued, g spans.Granularity, s
 		}
 	}
 	var outSum int64
-	late := map[string]int{} // children ending after their parent, by parent kind
+	late := map[string]int{} // children outside their parent's times, by parent and child kind
 	defer func() {
 		if len(late) > 0 {
-			t.Logf("children ending after their parent (allowed; tools run after their request's last line): %v", late)
+			t.Errorf("children outside their parent's time range: %v", late)
 		}
 	}()
 	for i := range all {
@@ -324,9 +324,8 @@ func checkTree(t *testing.T, all []spans.Span, x *issued, g spans.Granularity, s
 			t.Errorf("%s %s (trace %s): parent %s is not in its trace but %s", s.Name, s.SpanID, s.TraceID, s.ParentSpanID, where)
 			continue
 		}
-		if s.End.After(parent.End) {
-			pop, _ := parent.Attr(spans.AttrOperationName)
-			late[pop.Str+"<-"+strings.SplitN(s.Name, " ", 2)[0]]++
+		if s.End.After(parent.End) || s.Start.Before(parent.Start) {
+			late[strings.SplitN(parent.Name, " ", 2)[0]+"<-"+strings.SplitN(s.Name, " ", 2)[0]]++
 		}
 		op, _ := s.Attr(spans.AttrOperationName)
 		switch {
@@ -341,8 +340,12 @@ func checkTree(t *testing.T, all []spans.Span, x *issued, g spans.Granularity, s
 			msg, ok := x.toolMsg[sid+"\x00"+id.Str]
 			if !ok {
 				t.Errorf("%s %s: no request issued it", s.Name, id.Str)
-			} else if s.ParentSpanID != spans.RequestSpanID(sid, msg) {
-				t.Errorf("%s %s: parent %s (%s), want the chat span of %s", s.Name, id.Str, parent.Name, s.ParentSpanID, msg)
+			} else if chat := byKey[spanKey{s.TraceID, spans.RequestSpanID(sid, msg)}]; chat == nil {
+				t.Errorf("%s %s: the chat span of %s is not in its trace", s.Name, id.Str, msg)
+			} else if s.ParentSpanID != chat.ParentSpanID || len(s.Links) != 1 || s.Links[0].SpanID != chat.SpanID || s.Links[0].TraceID != chat.TraceID {
+				// A tool runs after its request's response ended: it sits
+				// beside the chat span that asked for it, linked to it.
+				t.Errorf("%s %s: parent %s, links %v; want the parent of the chat span of %s and a link to it", s.Name, id.Str, parent.Name, s.Links, msg)
 			}
 		case op.Str == spans.OperationAgent && !isRoot(s) && !isTurn(s):
 			agent, _ := s.Attr(spans.AttrAgentID)
@@ -353,9 +356,14 @@ func checkTree(t *testing.T, all []spans.Span, x *issued, g spans.Granularity, s
 				}
 				continue
 			}
+			// Inside the call that launched it, or, when its work went on
+			// after the call (background, warmup, resumed), under the root
+			// with a link to the call (when the call's span exists).
 			callID, _ := parent.Attr(spans.AttrToolCallID)
-			if callID.Str != tool || !strings.HasPrefix(parent.Name, "execute_tool ") {
-				t.Errorf("%s %s: parent %q %s, want the tool span of %s", s.Name, agent.Str, parent.Name, callID.Str, tool)
+			inCall := callID.Str == tool && strings.HasPrefix(parent.Name, "execute_tool ")
+			linked := len(s.Links) == 1 && s.Links[0].SpanID == spans.ToolSpanID(sid, tool)
+			if !inCall && !(isRoot(parent) && (linked || byID[spans.ToolSpanID(sid, tool)] == nil)) {
+				t.Errorf("%s %s: parent %q %s, links %v; want the tool span of %s, or the root linked to it", s.Name, agent.Str, parent.Name, callID.Str, s.Links, tool)
 			}
 		}
 		// Everything a subagent did sits under its span (a failed request
