@@ -49,7 +49,17 @@ func TestOneshotMatchesGoldens(t *testing.T) {
 // reader (internal/indepcount) counts. A difference is a bug, never a
 // golden to update.
 func TestOneshotCountersEqualIndependentCount(t *testing.T) {
-	for _, tree := range testbackend.CorpusTrees(t) {
+	// The real corpus, and the synthetic trees of cases it does not hold
+	// (testdata/synthetic/README.md).
+	synthetic, err := filepath.Glob(filepath.Join(testbackend.RepoRoot(t), "testdata", "synthetic", "*", "projects"))
+	if err != nil || len(synthetic) == 0 {
+		t.Fatalf("no synthetic trees: %v", err)
+	}
+	trees := testbackend.CorpusTrees(t)
+	for _, p := range synthetic {
+		trees = append(trees, filepath.Dir(p))
+	}
+	for _, tree := range trees {
 		t.Run(filepath.Base(tree), func(t *testing.T) {
 			want, err := indepcount.Count(tree)
 			if err != nil {

@@ -103,8 +103,11 @@ type counter struct {
 //     first in file order.
 //  4. Tokens come from the winner's usage (see addRequest).
 //  5. <synthetic> assistant carriers count distinct ids (uuid when no id).
-//  6. Tool calls are tool_use blocks unique by id; outcome from the
-//     tool_result blocks with that tool_use_id.
+//  6. Tool calls are tool_use and server_tool_use blocks unique by id;
+//     outcome from the result blocks with that tool_use_id: tool_result
+//     blocks (in user records, or in assistant records from gateways) and
+//     a server tool's in-stream "…_tool_result" block (an error when its
+//     content's type ends in "_error").
 //  7. Compactions are top-level system/compact_boundary records unique by
 //     uuid.
 func Count(claudeDir string) (*Totals, error) {
@@ -208,6 +211,14 @@ func (c *counter) line(where string, line []byte) {
 	}
 }
 
+// result records one tool result block for a tool_use id.
+func (c *counter) result(id string, isError bool) {
+	if _, seen := c.toolResults[id]; !seen {
+		c.toolResultOrder = append(c.toolResultOrder, id)
+	}
+	c.toolResults[id] = append(c.toolResults[id], isError)
+}
+
 // carrier handles one assistant or user record (top-level or embedded).
 func (c *counter) carrier(where string, rec map[string]any) {
 	msg, _ := rec["message"].(map[string]any) // nil when absent; lookups on nil maps are fine
@@ -219,27 +230,35 @@ func (c *counter) carrier(where string, rec map[string]any) {
 			if !ok || str(block["type"]) != "tool_result" {
 				continue
 			}
-			id := str(block["tool_use_id"])
-			if _, seen := c.toolResults[id]; !seen {
-				c.toolResultOrder = append(c.toolResultOrder, id)
-			}
-			c.toolResults[id] = append(c.toolResults[id], block["is_error"] == true)
+			c.result(str(block["tool_use_id"]), block["is_error"] == true)
 		}
 		return
 	}
 
 	// Assistant carrier: tool calls first (every assistant carrier has them).
+	// A server-side tool (server_tool_use) is a call too; its result comes
+	// inside the assistant stream: a block whose type ends in
+	// "_tool_result" (an error when its content's type ends in "_error"),
+	// or, from some gateways, a tool_result block.
 	for _, b := range content {
 		block, ok := b.(map[string]any)
-		if !ok || str(block["type"]) != "tool_use" {
+		if !ok {
 			continue
 		}
-		id := str(block["id"])
-		if _, seen := c.toolUses[id]; seen {
-			continue
+		switch typ := str(block["type"]); {
+		case typ == "tool_use" || typ == "server_tool_use":
+			id := str(block["id"])
+			if _, seen := c.toolUses[id]; seen {
+				continue
+			}
+			c.toolUseOrder = append(c.toolUseOrder, id)
+			c.toolUses[id] = toolUse{name: str(block["name"])}
+		case typ == "tool_result":
+			c.result(str(block["tool_use_id"]), block["is_error"] == true)
+		case strings.HasSuffix(typ, "_tool_result") && str(block["tool_use_id"]) != "":
+			inner, _ := block["content"].(map[string]any)
+			c.result(str(block["tool_use_id"]), strings.HasSuffix(str(inner["type"]), "_error"))
 		}
-		c.toolUseOrder = append(c.toolUseOrder, id)
-		c.toolUses[id] = toolUse{name: str(block["name"])}
 	}
 
 	model := str(msg["model"])

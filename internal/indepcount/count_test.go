@@ -148,9 +148,9 @@ func TestCount(t *testing.T) {
 				w.RequestsByStop["tool_use"] = 3
 				w.ToolCalls["Read"] = map[string]int64{OutcomeOK: 2}
 				w.ToolCalls["Bash"] = map[string]int64{OutcomeError: 1, OutcomeUnanswered: 1} // t_err; t_syn (synthetic carrier)
-				w.ToolCalls["Grep"] = map[string]int64{OutcomeUnanswered: 1}                  // result only in an assistant carrier
+				w.ToolCalls["Grep"] = map[string]int64{OutcomeError: 1}                       // its result in an assistant carrier (a gateway's way) answers it
 				w.ToolCalls["Edit"] = map[string]int64{OutcomeError: 1}                       // copies disagree: error wins
-				w.ToolErrors = 2
+				w.ToolErrors = 3
 				w.SyntheticMessages = 1
 				return w
 			},

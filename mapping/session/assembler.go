@@ -553,6 +553,10 @@ func (a *Assembler) assistant(c *ctxState, r *transcript.Record, now time.Time) 
 			a.finishTool(ts, e.isError, e.t, e.task, e.output)
 		}
 	}
+	// A server-side tool (server_tool_use) is answered inside the stream:
+	// a …_tool_result block, or a gateway's tool_result, in an assistant
+	// message.
+	a.takeResults(r)
 	c.remember(r.UUID, r.Timestamp, m.ID)
 }
 
@@ -625,7 +629,9 @@ func SyntheticKind(r *transcript.Record) string {
 	return "synthetic"
 }
 
-func (a *Assembler) user(c *ctxState, r *transcript.Record, now time.Time) {
+// takeResults matches a record's tool results with their calls: those of
+// a user record, and a server tool's results inside an assistant stream.
+func (a *Assembler) takeResults(r *transcript.Record) {
 	m := &r.Message
 	for i := range m.ToolResults {
 		tr := &m.ToolResults[i]
@@ -649,6 +655,11 @@ func (a *Assembler) user(c *ctxState, r *transcript.Record, now time.Time) {
 			a.finishTool(t, tr.IsError, r.Timestamp, task, tr.Content)
 		}
 	}
+}
+
+func (a *Assembler) user(c *ctxState, r *transcript.Record, now time.Time) {
+	m := &r.Message
+	a.takeResults(r)
 	if c.agent != nil && !c.agent.warmupKnown && r.HasMessage && len(m.ToolResults) == 0 {
 		c.agent.warmupKnown = true
 		c.agent.warmup = m.FirstTextIs("Warmup")

@@ -226,3 +226,35 @@ func TestSubagentTypeDefault(t *testing.T) {
 		}
 	}
 }
+
+// TestServerToolsAreAnsweredInTheStream: a server_tool_use is answered by
+// its result inside the assistant stream (…_tool_result, or a gateway's
+// tool_result in an assistant message): ok or error at once, never
+// unanswered at the final flush.
+func TestServerToolsAreAnsweredInTheStream(t *testing.T) {
+	srv := func(id, name string) string {
+		return `{"type":"server_tool_use","id":"` + id + `","name":"` + name + `","input":{}}`
+	}
+	f := newFeeder(t, Config{Settle: time.Second})
+	f.add(sessionPath(sessA), at(0),
+		U{UUID: "u1", Sec: 0, Text: "Search."}.String(),
+		A{UUID: "a1", Parent: "u1", Sec: 1, Msg: "msg_1", In: 3, Out: 5, Blocks: blocks(srv("srvtoolu_ok", "web_search"))}.String(),
+		A{UUID: "a2", Parent: "a1", Sec: 3, Msg: "msg_1", In: 3, Out: 5, Blocks: blocks(`{"type":"web_search_tool_result","tool_use_id":"srvtoolu_ok","content":[]}`)}.String(),
+		A{UUID: "a3", Parent: "a2", Sec: 4, Msg: "msg_1", In: 3, Out: 5, Blocks: blocks(srv("srvtoolu_err", "web_fetch"))}.String(),
+		A{UUID: "a4", Parent: "a3", Sec: 6, Msg: "msg_1", In: 3, Out: 5, Blocks: blocks(`{"type":"web_fetch_tool_result","tool_use_id":"srvtoolu_err","content":{"type":"web_fetch_tool_result_error","error_code":"url_not_accessible"}}`)}.String(),
+		A{UUID: "a5", Parent: "a4", Sec: 7, Msg: "msg_2", Model: "glm-4.7", In: 3, Out: 5, Blocks: blocks(srv("call_gw", "webReader"), `{"type":"tool_result","tool_use_id":"call_gw","content":"page"}`)}.String(),
+	)
+	f.flush(at(8), true)
+	for id, want := range map[string]Outcome{"srvtoolu_ok": OutcomeOK, "srvtoolu_err": OutcomeError, "call_gw": OutcomeOK} {
+		c := one(t, id, f.log.toolsOf(id))
+		if c.Outcome != want {
+			t.Errorf("%s: outcome %s, want %s", id, c.Outcome, want)
+		}
+	}
+	if c := one(t, "srvtoolu_ok", f.log.toolsOf("srvtoolu_ok")); !c.HasDuration || c.Duration() != 2*time.Second {
+		t.Errorf("web search duration %v, want 2s (tool_use to its in-stream result)", c.Duration())
+	}
+	if n := f.asm.Stats().OrphanToolResults; n != 0 {
+		t.Errorf("%d orphan results", n)
+	}
+}

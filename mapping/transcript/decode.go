@@ -683,7 +683,7 @@ func (d *Decoder) block(b []byte, v int, m *Message) (int, error) {
 			m.Thinking = appendCapped(m.Thinking, thinking.raw(b), d.opts.MaxKeepBytes)
 		}
 	case "tool_use", "server_tool_use":
-		tu := ToolUse{}
+		tu := ToolUse{Server: string(typRaw) == "server_tool_use"}
 		if id.set {
 			tu.ID = string(appendUnescaped(nil, id.raw(b), -1))
 		}
@@ -714,9 +714,41 @@ func (d *Decoder) block(b []byte, v int, m *Message) (int, error) {
 		}
 		m.ToolResults = append(m.ToolResults, tr)
 	default:
-		m.OtherBlocks++
+		if !bytes.HasSuffix(typRaw, []byte("_tool_result")) || !toolUseID.set {
+			m.OtherBlocks++
+			break
+		}
+		// A server-side tool's result, inside the assistant stream
+		// (web_search_tool_result, web_fetch_tool_result,
+		// advisor_tool_result, …): it answers its server_tool_use. An
+		// error is content of a type ending in _error.
+		tr := ToolResult{InStream: true, ToolUseID: string(appendUnescaped(nil, toolUseID.raw(b), -1))}
+		if content.set {
+			tr.IsError = resultError(content.raw(b))
+		}
+		m.ToolResults = append(m.ToolResults, tr)
 	}
 	return end, nil
+}
+
+// resultError says a server tool result's content is an error: an object
+// whose type ends in _error (web_search_tool_result_error, …).
+func resultError(b []byte) bool {
+	if len(b) == 0 || b[0] != '{' {
+		return false
+	}
+	isErr := false
+	_, _ = objectFields(b, 0, func(key []byte, v int) (int, error) {
+		if string(key) == "type" && v < len(b) && b[v] == '"' {
+			raw, _, next, err := readString(b, v)
+			if err == nil {
+				isErr = bytes.HasSuffix(raw, []byte("_error"))
+			}
+			return next, err
+		}
+		return skipValue(b, v)
+	})
+	return isErr
 }
 
 // taskInput reads subagent_type, description and run_in_background from a

@@ -1,6 +1,7 @@
 package transcript
 
 import (
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -886,4 +887,39 @@ func TestDecodeKeepOptions(t *testing.T) {
 		r = decodeOK(t, Options{KeepText: true}, line)
 		eq(t, "Embedded Text", r.Embedded.Message.Text, all.text)
 	})
+}
+
+// TestDecodeServerToolResultsInTheStream: a server_tool_use is marked
+// Server; its result inside the assistant stream (…_tool_result) is a
+// ToolResult, an error when its content's type ends in _error; other
+// unknown blocks stay OtherBlocks.
+func TestDecodeServerToolResultsInTheStream(t *testing.T) {
+	cases := []struct {
+		name, block string
+		want        []ToolResult
+		other       int
+	}{
+		{"web search result", `{"type":"web_search_tool_result","tool_use_id":"srvtoolu_1","content":[{"type":"web_search_result","url":"u"}]}`,
+			[]ToolResult{{ToolUseID: "srvtoolu_1", InStream: true}}, 0},
+		{"web fetch error", `{"type":"web_fetch_tool_result","tool_use_id":"srvtoolu_2","content":{"type":"web_fetch_tool_result_error","error_code":"url_not_accessible"}}`,
+			[]ToolResult{{ToolUseID: "srvtoolu_2", InStream: true, IsError: true}}, 0},
+		{"advisor result", `{"tool_use_id":"srvtoolu_3","content":{"type":"advisor_result","text":"t"},"type":"advisor_tool_result"}`,
+			[]ToolResult{{ToolUseID: "srvtoolu_3", InStream: true}}, 0},
+		{"a gateway's tool_result in an assistant message", `{"type":"tool_result","tool_use_id":"call_1","content":"x","is_error":true}`,
+			[]ToolResult{{ToolUseID: "call_1", IsError: true}}, 0},
+		{"without tool_use_id it is another block", `{"type":"web_search_tool_result","content":[]}`, nil, 1},
+		{"an unknown block", `{"type":"container_upload","file_id":"f"}`, nil, 1},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			r := decodeOK(t, Options{}, `{"type":"assistant","message":{"id":"m","content":[`+tc.block+`]}}`)
+			if !reflect.DeepEqual(r.Message.ToolResults, tc.want) {
+				t.Errorf("ToolResults %+v, want %+v", r.Message.ToolResults, tc.want)
+			}
+			eq(t, "OtherBlocks", r.Message.OtherBlocks, tc.other)
+		})
+	}
+	r := decodeOK(t, Options{}, `{"type":"assistant","message":{"content":[{"type":"server_tool_use","id":"srvtoolu_1","name":"web_search","input":{}},{"type":"tool_use","id":"toolu_1","name":"Read","input":{}}]}}`)
+	eq(t, "server_tool_use Server", r.Message.ToolUses[0].Server, true)
+	eq(t, "tool_use Server", r.Message.ToolUses[1].Server, false)
 }

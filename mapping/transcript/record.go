@@ -138,6 +138,10 @@ type ToolUse struct {
 	// calls only.
 	SubagentType string
 	Description  string
+	// Server says it is a server_tool_use block: a tool run by the API
+	// (web search, web fetch, advisor, a gateway's tools), answered by a
+	// result block inside the same assistant message stream.
+	Server bool
 	// Background says a Task/Agent call asked to run in the background
 	// (run_in_background: true): its result comes back at once and the
 	// subagent works on after it.
@@ -150,6 +154,9 @@ type ToolUse struct {
 type ToolResult struct {
 	ToolUseID string
 	IsError   bool
+	// InStream says it is a server tool's result block inside an
+	// assistant message (…_tool_result).
+	InStream bool
 	// Content is the result text, kept only when Options.KeepToolIO is set.
 	Content string
 }
