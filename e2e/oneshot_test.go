@@ -91,6 +91,7 @@ func TestOneshotCountersEqualIndependentCount(t *testing.T) {
 				t.Errorf("tool errors = %v, independent count %d", errs, want.ToolErrors)
 			}
 			compareMaps(t, "compactions{trigger}", sumBy(mfs, "claude_transcript_compactions_total", "trigger"), floats(want.Compactions))
+			compareMaps(t, "web_search_requests{model}", sumBy(mfs, "claude_transcript_web_search_requests_total", "model"), floats(want.WebSearches))
 			pre := sumBy(mfs, "claude_transcript_compaction_pre_tokens", "trigger")
 			var preSum float64
 			if mf := mfs["claude_transcript_compaction_pre_tokens"]; mf != nil {

@@ -21,6 +21,7 @@ const Namespace = "claude_transcript"
 // restart continues every counter where it stopped.
 type Metrics struct {
 	tokens, requests, cost, unpriced, toolCalls, compactions *vec
+	webSearches                                              *vec
 	subagents, warmups, sessions, turns, apiErrors           *vec
 	toolDuration, preTokens                                  *vec
 	lastActivity                                             *vec
@@ -60,6 +61,9 @@ func NewMetrics(reg prometheus.Registerer, activeWindow time.Duration, now func(
 			c, nil, "model", "project"),
 		unpriced: newVec(name("exporter_unpriced_tokens_total"),
 			"Tokens of models missing from the price table (not in cost_usd_total).", c, nil, "model"),
+		webSearches: newVec(name("web_search_requests_total"),
+			"Web searches the API ran for requests (usage.server_tool_use.web_search_requests), by model; one request counts once. Priced at $10 per 1,000 in cost_usd_total.",
+			c, nil, "model", "project"),
 		toolCalls: newVec(name("tool_calls_total"),
 			"Tool calls by tool and outcome (ok, error, unanswered).", c, nil, "tool", "outcome", "project"),
 		toolDuration: newVec(name("tool_duration_seconds"), "Time from tool_use to tool_result.", c,
@@ -94,7 +98,7 @@ func NewMetrics(reg prometheus.Registerer, activeWindow time.Duration, now func(
 }
 
 func (m *Metrics) vecs() []*vec {
-	return []*vec{m.tokens, m.requests, m.cost, m.unpriced, m.toolCalls, m.toolDuration, m.compactions,
+	return []*vec{m.tokens, m.requests, m.cost, m.unpriced, m.webSearches, m.toolCalls, m.toolDuration, m.compactions,
 		m.preTokens, m.subagents, m.warmups, m.sessions, m.turns, m.apiErrors, m.lastActivity}
 }
 
@@ -136,6 +140,11 @@ func (m *Metrics) AddCost(model, project string, usd float64) { m.cost.add(usd, 
 
 // AddUnpricedTokens implements metrics.Observer.
 func (m *Metrics) AddUnpricedTokens(model string, n int64) { m.unpriced.add(float64(n), model) }
+
+// AddWebSearches implements metrics.Observer.
+func (m *Metrics) AddWebSearches(model, project string, n int64) {
+	m.webSearches.add(float64(n), model, project)
+}
 
 // AddToolCall implements metrics.Observer.
 func (m *Metrics) AddToolCall(tool, outcome, project string) {

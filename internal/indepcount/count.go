@@ -40,6 +40,7 @@ type Totals struct {
 	ToolErrors          int64                       // calls with outcome error
 	Compactions         map[string]int64            // trigger -> compactions
 	CompactionPreTokens int64                       // sum of preTokens over counted compactions
+	WebSearches         map[string]int64            // model -> usage.server_tool_use.web_search_requests of the winning lines (models with none left out)
 	SyntheticMessages   int64                       // distinct <synthetic> assistant message ids
 	MalformedLines      int64                       // lines that are not valid JSON objects (skipped)
 	Files               int                         // transcript files read
@@ -57,6 +58,7 @@ type candidate struct {
 	cacheTotal int64 // usage.cache_creation_input_tokens
 	e5m        int64 // usage.cache_creation.ephemeral_5m_input_tokens
 	e1h        int64 // usage.cache_creation.ephemeral_1h_input_tokens
+	searches   int64 // usage.server_tool_use.web_search_requests
 }
 
 func (c candidate) total() int64 {
@@ -127,6 +129,7 @@ func Count(claudeDir string) (*Totals, error) {
 			RequestsByStop: map[string]int64{},
 			ToolCalls:      map[string]map[string]int64{},
 			Compactions:    map[string]int64{},
+			WebSearches:    map[string]int64{},
 		},
 	}
 	for _, path := range files {
@@ -280,18 +283,20 @@ func (c *counter) carrier(where string, rec map[string]any) {
 
 	usage, _ := msg["usage"].(map[string]any)
 	breakdown, _ := usage["cache_creation"].(map[string]any)
+	server, _ := usage["server_tool_use"].(map[string]any)
 	stop, ok := msg["stop_reason"].(string)
 	if !ok {
 		stop = "none" // null, missing (or not a string)
 	}
 	cand := candidate{where: where, model: model, stop: stop}
-	if validUsage(usage, breakdown) {
+	if validUsage(usage, breakdown) && validCount(server["web_search_requests"]) {
 		cand.input = num(usage["input_tokens"])
 		cand.output = num(usage["output_tokens"])
 		cand.cacheRead = num(usage["cache_read_input_tokens"])
 		cand.cacheTotal = num(usage["cache_creation_input_tokens"])
 		cand.e5m = num(breakdown["ephemeral_5m_input_tokens"])
 		cand.e1h = num(breakdown["ephemeral_1h_input_tokens"])
+		cand.searches = num(server["web_search_requests"])
 	}
 	if _, seen := c.requests[id]; !seen {
 		c.requestOrder = append(c.requestOrder, id)
@@ -401,6 +406,9 @@ func addRequest(t *Totals, w candidate) {
 	tok[TokCacheRead] += w.cacheRead
 	tok[TokCacheWrite1h] += w.e1h
 	tok[TokCacheWrite5m] += max(w.cacheTotal, w.e5m+w.e1h) - w.e1h
+	if w.searches > 0 {
+		t.WebSearches[w.model] += w.searches
+	}
 }
 
 // maxTokens is the largest token count one request may report; a usage
@@ -408,16 +416,20 @@ func addRequest(t *Totals, w candidate) {
 // tokens at all (the rule the exporter documents for hostile lines).
 const maxTokens = 100_000_000
 
+// validCount reports whether a count is null/absent or a whole number from
+// 0 to maxTokens.
+func validCount(v any) bool {
+	if v == nil {
+		return true
+	}
+	f, isNum := v.(float64)
+	return isNum && f >= 0 && f <= maxTokens && f == float64(int64(f))
+}
+
 // validUsage reports whether every token count present is null or a whole
 // number from 0 to maxTokens.
 func validUsage(usage, breakdown map[string]any) bool {
-	ok := func(v any) bool {
-		if v == nil {
-			return true
-		}
-		f, isNum := v.(float64)
-		return isNum && f >= 0 && f <= maxTokens && f == float64(int64(f))
-	}
+	ok := validCount
 	for _, k := range []string{"input_tokens", "output_tokens", "cache_read_input_tokens", "cache_creation_input_tokens"} {
 		if !ok(usage[k]) {
 			return false

@@ -32,6 +32,7 @@ func empty() *Totals {
 		RequestsByStop: map[string]int64{},
 		ToolCalls:      map[string]map[string]int64{},
 		Compactions:    map[string]int64{},
+		WebSearches:    map[string]int64{},
 	}
 }
 

@@ -30,6 +30,7 @@ type Observer interface {
 	AddRequest(model, stopReason, project string)
 	AddCost(model, project string, usd float64)
 	AddUnpricedTokens(model string, n int64)
+	AddWebSearches(model, project string, n int64)
 	AddToolCall(tool, outcome, project string)
 	ObserveToolDuration(tool string, seconds float64)
 	AddCompaction(trigger, project string)
@@ -200,6 +201,9 @@ func (m *Mapper) tokens(raw, model, project string, t session.Tokens) {
 	m.obs.AddTokens(model, TypeCacheRead, project, t.CacheRead)
 	m.obs.AddTokens(model, TypeCacheWrite5m, project, t.CacheWrite5m)
 	m.obs.AddTokens(model, TypeCacheWrite1h, project, t.CacheWrite1h)
+	if t.WebSearch > 0 {
+		m.obs.AddWebSearches(model, project, t.WebSearch)
+	}
 	if price, ok := m.cfg.Prices.Lookup(raw); ok {
 		m.obs.AddCost(model, project, price.Cost(t))
 	} else {

@@ -11,17 +11,18 @@ import (
 )
 
 type rec struct {
-	tokens   map[string]int64
-	requests map[string]int
-	tools    map[string]int
-	durs     int
-	cost     float64
-	unpriced int64
-	sessions map[string]int
-	warmups  int
-	agents   map[string]int
-	compact  int
-	pre      []float64
+	tokens      map[string]int64
+	requests    map[string]int
+	tools       map[string]int
+	durs        int
+	cost        float64
+	unpriced    int64
+	webSearches int64
+	sessions    map[string]int
+	warmups     int
+	agents      map[string]int
+	compact     int
+	pre         []float64
 }
 
 func newRec() *rec {
@@ -34,6 +35,7 @@ func (r *rec) AddTokens(model, typ, project string, n int64) {
 func (r *rec) AddRequest(model, stop, project string)         { r.requests[model+"|"+stop+"|"+project]++ }
 func (r *rec) AddCost(_, _ string, usd float64)               { r.cost += usd }
 func (r *rec) AddUnpricedTokens(_ string, n int64)            { r.unpriced += n }
+func (r *rec) AddWebSearches(_, _ string, n int64)            { r.webSearches += n }
 func (r *rec) AddToolCall(tool, outcome, project string)      { r.tools[tool+"|"+outcome+"|"+project]++ }
 func (r *rec) ObserveToolDuration(string, float64)            { r.durs++ }
 func (r *rec) AddCompaction(string, string)                   { r.compact++ }

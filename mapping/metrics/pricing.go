@@ -23,9 +23,15 @@ type Price struct {
 
 // Cost returns the USD cost of t at this price.
 func (p Price) Cost(t session.Tokens) float64 {
-	return (float64(t.Input)*p.Input + float64(t.Output)*p.Output + float64(t.CacheRead)*p.CacheRead +
-		float64(t.CacheWrite5m)*p.CacheWrite5m + float64(t.CacheWrite1h)*p.CacheWrite1h) / 1e6
+	return (float64(t.Input)*p.Input+float64(t.Output)*p.Output+float64(t.CacheRead)*p.CacheRead+
+		float64(t.CacheWrite5m)*p.CacheWrite5m+float64(t.CacheWrite1h)*p.CacheWrite1h)/1e6 +
+		float64(t.WebSearch)*WebSearchUSD
 }
+
+// WebSearchUSD is the price of one web search the API runs ($10 per
+// 1,000 searches, any model; errors are not billed and not counted in
+// web_search_requests).
+const WebSearchUSD = 10.0 / 1000
 
 // Prices is a dated price table.
 type Prices struct {

@@ -48,6 +48,24 @@ func TestCostUsesEveryTokenTypeAtItsPrice(t *testing.T) {
 	}
 }
 
+// Web search is billed per search ($10 per 1,000), on top of the tokens,
+// whatever the model's token prices.
+func TestCostAddsWebSearchesAtTenDollarsPerThousand(t *testing.T) {
+	for _, tc := range []struct {
+		p    Price
+		tok  session.Tokens
+		want float64
+	}{
+		{Price{Input: 3, Output: 15}, session.Tokens{Input: 1e6, WebSearch: 3}, 3 + 0.03},
+		{Price{}, session.Tokens{WebSearch: 1000}, 10},
+		{Price{Input: 3}, session.Tokens{Input: 1e6}, 3},
+	} {
+		if got := tc.p.Cost(tc.tok); math.Abs(got-tc.want) > 1e-9 {
+			t.Errorf("cost of %+v at %+v = %v, want %v", tc.tok, tc.p, got, tc.want)
+		}
+	}
+}
+
 func TestParsePricesRejectsBadTables(t *testing.T) {
 	for name, in := range map[string]string{
 		"not json":       `{`,

@@ -211,6 +211,9 @@ type doneVal struct {
 
 func packDone(d doneReq) (doneVal, bool) {
 	v := doneVal{lab: d.lab}
+	if d.counted.WebSearch != 0 {
+		return doneVal{}, false // rare: kept whole
+	}
 	for i, n := range [...]int64{d.counted.Input, d.counted.Output, d.counted.CacheRead, d.counted.CacheWrite5m,
 		d.counted.CacheWrite1h, d.out, d.total} {
 		if n < 0 || n > math.MaxUint32 {

@@ -19,6 +19,10 @@ type Tokens struct {
 	CacheRead    int64
 	CacheWrite5m int64
 	CacheWrite1h int64
+	// WebSearch counts the web searches the API ran for the request
+	// (usage.server_tool_use.web_search_requests): billed per search, not
+	// a token type.
+	WebSearch int64
 }
 
 // TokensOf splits a line's usage into exported token types.
@@ -29,6 +33,7 @@ func TokensOf(u transcript.Usage) Tokens {
 		CacheRead:    u.CacheRead,
 		CacheWrite5m: u.CacheWrite5m(),
 		CacheWrite1h: u.CacheWrite1h(),
+		WebSearch:    u.WebSearchRequests,
 	}
 }
 
@@ -47,6 +52,7 @@ func (t Tokens) Sub(o Tokens) Tokens {
 		CacheRead:    pos(t.CacheRead, o.CacheRead),
 		CacheWrite5m: pos(t.CacheWrite5m, o.CacheWrite5m),
 		CacheWrite1h: pos(t.CacheWrite1h, o.CacheWrite1h),
+		WebSearch:    pos(t.WebSearch, o.WebSearch),
 	}
 }
 
@@ -58,6 +64,7 @@ func (t Tokens) Max(o Tokens) Tokens {
 		CacheRead:    max(t.CacheRead, o.CacheRead),
 		CacheWrite5m: max(t.CacheWrite5m, o.CacheWrite5m),
 		CacheWrite1h: max(t.CacheWrite1h, o.CacheWrite1h),
+		WebSearch:    max(t.WebSearch, o.WebSearch),
 	}
 }
 

@@ -59,6 +59,9 @@ type refUsage struct {
 		E5m int64 `json:"ephemeral_5m_input_tokens"`
 		E1h int64 `json:"ephemeral_1h_input_tokens"`
 	} `json:"cache_creation"`
+	ServerToolUse *struct {
+		WebSearch int64 `json:"web_search_requests"`
+	} `json:"server_tool_use"`
 }
 
 type refMessage struct {
@@ -166,6 +169,9 @@ func compareRecord(t *testing.T, path string, ref *refRecord, rec *Record) {
 		}
 		if m.Usage.Breakdown != nil && (u.Ephemeral5m != m.Usage.Breakdown.E5m || u.Ephemeral1h != m.Usage.Breakdown.E1h) {
 			t.Fatalf("%s: breakdown mismatch", path)
+		}
+		if m.Usage.ServerToolUse != nil && u.WebSearchRequests != m.Usage.ServerToolUse.WebSearch {
+			t.Fatalf("%s: web_search_requests %d, want %d", path, u.WebSearchRequests, m.Usage.ServerToolUse.WebSearch)
 		}
 	}
 	var blocks []map[string]any

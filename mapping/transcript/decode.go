@@ -511,6 +511,16 @@ func (d *Decoder) usage(b []byte, v int, u *Usage) (int, error) {
 				})
 			}
 			return skipValue(b, v)
+		case "server_tool_use":
+			if v < len(b) && b[v] == '{' {
+				return objectFields(b, v, func(key []byte, v int) (int, error) {
+					if string(key) == "web_search_requests" {
+						return count(&u.WebSearchRequests, v)
+					}
+					return skipValue(b, v)
+				})
+			}
+			return skipValue(b, v)
 		}
 		return skipValue(b, v)
 	})

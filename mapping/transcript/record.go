@@ -107,6 +107,9 @@ type Usage struct {
 	Ephemeral5m  int64
 	Ephemeral1h  int64
 	HasBreakdown bool
+	// WebSearchRequests is server_tool_use.web_search_requests: web
+	// searches the API ran for the request (billed per search).
+	WebSearchRequests int64
 	// Problem is set when a count was not a whole number from 0 to
 	// MaxUsageTokens; every count is then zero.
 	Problem UsageProblem
