@@ -212,12 +212,12 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger, stdout io.Writer)
 	rd.live = true
 	ready.Store(true)
 	logger.Info("backfill done", "files", len(rd.files), "lines", rd.linesN, "seconds", now().Sub(start).Seconds())
-	debug.FreeOSMemory() // before the snapshot adds its own
-	st.save(usage, asm, rd, traces, now(), true)
-	// The backfill's garbage (decode batches, settled history, the first
-	// snapshot) is not collected by an idle daemon for minutes: collect it
-	// now and return the pages, so the resident size is the live state's.
+	// The backfill's garbage (decode batches, settled history) is not
+	// collected by an idle daemon for minutes: collect it now and return
+	// the pages, before the first snapshot adds its own (a large snapshot
+	// returns its garbage after its write: stateKeeper.save).
 	debug.FreeOSMemory()
+	st.save(usage, asm, rd, traces, now(), true)
 	fl.nextFlush = now().Add(cfg.StateFlushInterval)
 
 	// Follow until told to stop.

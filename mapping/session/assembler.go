@@ -744,7 +744,6 @@ func (a *Assembler) finishTool(t *toolState, isError bool, at time.Time, task *t
 			}
 			ag.end = laterOf(ag.end, call.End)
 			ag.warmupKnown = true
-			ag.background = ag.background || call.Background
 			a.emitAgent(ag)
 		}
 	}
