@@ -204,25 +204,22 @@ func search(a []uint64, k uint64) int {
 // 4 billion tokens. A request whose numbers do not fit (a damaged line)
 // is kept whole in doneIndex.wide instead.
 type doneVal struct {
-	counted    [5]uint32
+	counted    [6]uint32 // the Tokens fields, in order
 	out, total uint32
 	lab        uint32
 }
 
 func packDone(d doneReq) (doneVal, bool) {
 	v := doneVal{lab: d.lab}
-	if d.counted.WebSearch != 0 {
-		return doneVal{}, false // rare: kept whole
-	}
-	for i, n := range [...]int64{d.counted.Input, d.counted.Output, d.counted.CacheRead, d.counted.CacheWrite5m,
-		d.counted.CacheWrite1h, d.out, d.total} {
+	c := d.counted
+	for i, n := range [...]int64{c.Input, c.Output, c.CacheRead, c.CacheWrite5m, c.CacheWrite1h, c.WebSearch, d.out, d.total} {
 		if n < 0 || n > math.MaxUint32 {
 			return doneVal{}, false
 		}
 		switch i {
-		case 5:
-			v.out = uint32(n)
 		case 6:
+			v.out = uint32(n)
+		case 7:
 			v.total = uint32(n)
 		default:
 			v.counted[i] = uint32(n)
@@ -232,15 +229,16 @@ func packDone(d doneReq) (doneVal, bool) {
 }
 
 func (v doneVal) unpack() doneReq {
+	c := &v.counted
 	return doneReq{
-		counted: Tokens{Input: int64(v.counted[0]), Output: int64(v.counted[1]), CacheRead: int64(v.counted[2]),
-			CacheWrite5m: int64(v.counted[3]), CacheWrite1h: int64(v.counted[4])},
+		counted: Tokens{Input: int64(c[0]), Output: int64(c[1]), CacheRead: int64(c[2]),
+			CacheWrite5m: int64(c[3]), CacheWrite1h: int64(c[4]), WebSearch: int64(c[5])},
 		out: int64(v.out), total: int64(v.total), lab: v.lab,
 	}
 }
 
 // doneIndex maps the keys of emitted requests to what they keep, at about
-// 40 bytes a request, laid out as keySet is.
+// 44 bytes a request, laid out as keySet is.
 type doneIndex struct {
 	keys   []uint64
 	vals   []doneVal
