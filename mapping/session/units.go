@@ -56,6 +56,18 @@ func (t Tokens) Sub(o Tokens) Tokens {
 	}
 }
 
+// Add returns the per-type sum of t and o.
+func (t Tokens) Add(o Tokens) Tokens {
+	return Tokens{
+		Input:        t.Input + o.Input,
+		Output:       t.Output + o.Output,
+		CacheRead:    t.CacheRead + o.CacheRead,
+		CacheWrite5m: t.CacheWrite5m + o.CacheWrite5m,
+		CacheWrite1h: t.CacheWrite1h + o.CacheWrite1h,
+		WebSearch:    t.WebSearch + o.WebSearch,
+	}
+}
+
 // Max returns the per-type maximum of t and o.
 func (t Tokens) Max(o Tokens) Tokens {
 	return Tokens{

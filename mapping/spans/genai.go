@@ -55,11 +55,7 @@ type totals struct {
 }
 
 func (t *totals) add(b *Builder, model string, tok session.Tokens) {
-	t.tokens.Input += tok.Input
-	t.tokens.Output += tok.Output
-	t.tokens.CacheRead += tok.CacheRead
-	t.tokens.CacheWrite5m += tok.CacheWrite5m
-	t.tokens.CacheWrite1h += tok.CacheWrite1h
+	t.tokens = t.tokens.Add(tok)
 	if b.cfg.Price != nil {
 		if usd, ok := b.cfg.Price(model, tok); ok {
 			t.usd += usd
