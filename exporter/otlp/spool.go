@@ -191,7 +191,7 @@ func (s *Spool) capLocked() error {
 		if seq == s.acked.Segment {
 			from = s.acked.Offset
 		}
-		n, size, err := s.countLines(seq, from)
+		n, size, err := s.countRange(seq, from, -1)
 		if err != nil {
 			return fmt.Errorf("drop oldest spans: %w", err)
 		}
@@ -215,12 +215,6 @@ func (s *Spool) capLocked() error {
 		}
 	}
 	return nil
-}
-
-// countLines counts the complete lines of a finished segment from off and
-// returns the count and the segment's size.
-func (s *Spool) countLines(seq uint64, off int64) (int, int64, error) {
-	return s.countRange(seq, off, -1)
 }
 
 // countRange counts the lines of a segment between two offsets (to < 0:
