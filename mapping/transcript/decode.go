@@ -310,9 +310,12 @@ func (d *Decoder) timestamp(b []byte, v int, r *Record) (int, error) {
 		if err != nil {
 			return 0, err
 		}
+		// A repeated key replaces the earlier value, as encoding/json
+		// does: the last timestamp is the record's, parsed or raw.
 		if t, ok := parseTime(raw); ok && !esc {
-			r.Timestamp = t
+			r.Timestamp, r.TimestampRaw = t, ""
 		} else {
+			r.Timestamp = time.Time{}
 			r.TimestampRaw, _ = head(raw, esc, 64)
 		}
 		return next, nil
@@ -321,7 +324,7 @@ func (d *Decoder) timestamp(b []byte, v int, r *Record) (int, error) {
 		// Epoch milliseconds, as history.jsonl writes them.
 		ms, next, err := readInt(b, v)
 		if err == nil && ms > 0 {
-			r.Timestamp = time.UnixMilli(ms).UTC()
+			r.Timestamp, r.TimestampRaw = time.UnixMilli(ms).UTC(), ""
 		}
 		return next, err
 	}

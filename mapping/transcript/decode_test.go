@@ -785,6 +785,32 @@ func TestDecodeTimestamps(t *testing.T) {
 	})
 }
 
+// TestDecodeRepeatedTimestampKeepsTheLast: a line with two timestamp keys
+// is read as encoding/json reads it, the last value wins, so a record never
+// carries both a parsed time and unparsable text.
+func TestDecodeRepeatedTimestampKeepsTheLast(t *testing.T) {
+	good := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	cases := []struct {
+		name, vals string
+		want       time.Time
+		wantRaw    string
+	}{
+		{"parsed then unparsable", `"2026-01-01T00:00:00.000Z","timestamp":"later"`, time.Time{}, "later"},
+		{"unparsable then parsed", `"earlier","timestamp":"2026-01-01T00:00:00.000Z"`, good, ""},
+		{"unparsable then epoch", `"earlier","timestamp":1767225600000`, good, ""},
+		{"parsed then null keeps parsed", `"2026-01-01T00:00:00.000Z","timestamp":null`, good, ""},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			r := decodeOK(t, Options{}, `{"type":"user","timestamp":`+tc.vals+`}`)
+			if !r.Timestamp.Equal(tc.want) {
+				t.Errorf("Timestamp = %v, want %v", r.Timestamp, tc.want)
+			}
+			eq(t, "TimestampRaw", r.TimestampRaw, tc.wantRaw)
+		})
+	}
+}
+
 // TestDecodeTimestampImpossibleDate: the fast path checks only
 // day <= 31 and second < 61, and time.Date normalises, so Feb 30 becomes
 // Mar 2 and second 60 the next minute, while the RFC 3339 path (time.Parse)
