@@ -152,6 +152,24 @@ func (d *Decoder) internString(s string) string {
 	return s
 }
 
+// label reads a short name that may become a label value: a string cut
+// at LabelMax bytes and interned; null and non-strings give "".
+func (d *Decoder) label(b []byte, i int) (string, int, error) {
+	if i < len(b) && b[i] == '"' {
+		raw, esc, next, err := readString(b, i)
+		if err != nil {
+			return "", 0, err
+		}
+		if !esc && len(raw) <= LabelMax {
+			return d.internBytes(raw, false), next, nil
+		}
+		s, _ := head(raw, esc, LabelMax)
+		return d.internString(s), next, nil
+	}
+	next, err := skipValue(b, i)
+	return "", next, err
+}
+
 // str reads a string value (null and non-strings give ""); when intern is
 // set the value is interned.
 func (d *Decoder) str(b []byte, i int, intern bool) (string, int, error) {
@@ -265,6 +283,12 @@ func (d *Decoder) record(b []byte, i int, r *Record) (int, error) {
 			r.ToolUseID, next, err = d.str(b, v, false)
 		case "leafUuid":
 			r.LeafUUID, next, err = d.str(b, v, false)
+		case "attributionSkill":
+			r.Skill, next, err = d.label(b, v)
+		case "attributionPlugin":
+			r.Plugin, next, err = d.label(b, v)
+		case "effort":
+			r.Effort, next, err = d.label(b, v)
 		case "customTitle", "aiTitle", "agentName":
 			if v < len(b) && b[v] == '"' {
 				raw, n, e := readLong(b, v)
@@ -291,8 +315,8 @@ func knownSkippedKey(key []byte) bool {
 	switch string(key) {
 	case "userType", "entrypoint", "permissionMode", "toolEndsTurn", "thinkingMetadata",
 		"todos", "promptSource", "origin", "imagePasteIds", "mcpMeta", "planContent",
-		"toolDenialKind", "sourceToolAssistantUUID", "attributionAgent", "attributionSkill",
-		"effort", "attributionMcpServer", "attributionMcpTool", "snapshot", "messageId",
+		"toolDenialKind", "sourceToolAssistantUUID", "attributionAgent",
+		"attributionMcpServer", "attributionMcpTool", "snapshot", "messageId",
 		"isSnapshotUpdate", "operation", "attachment", "lastPrompt", "mode", "key",
 		"result", "summary", "retryInMs", "retryAttempt", "maxRetries", "messageCount",
 		"hookCount", "hookInfos", "hookErrors", "preventedContinuation", "stopReason",
@@ -469,11 +493,13 @@ func (d *Decoder) message(b []byte, v int, m *Message) (int, error) {
 		case "usage":
 			if v < len(b) && b[v] == '{' {
 				m.HasUsage = true
-				return d.usage(b, v, &m.Usage)
+				return d.usage(b, v, &m.Usage, &m.Advisor)
 			}
 			return skipValue(b, v)
 		case "content":
 			return d.content(b, v, m)
+		case "diagnostics":
+			return d.diagnostics(b, v, m)
 		default:
 			return skipValue(b, v)
 		}
@@ -481,7 +507,40 @@ func (d *Decoder) message(b []byte, v int, m *Message) (int, error) {
 	})
 }
 
-func (d *Decoder) usage(b []byte, v int, u *Usage) (int, error) {
+// diagnostics reads message.diagnostics.cache_miss_reason.
+func (d *Decoder) diagnostics(b []byte, v int, m *Message) (int, error) {
+	if v >= len(b) || b[v] != '{' {
+		return skipValue(b, v)
+	}
+	return objectFields(b, v, func(key []byte, v int) (int, error) {
+		if string(key) != "cache_miss_reason" || v >= len(b) || b[v] != '{' {
+			return skipValue(b, v)
+		}
+		var reason string
+		var tokens int64
+		end, err := objectFields(b, v, func(key []byte, v int) (int, error) {
+			var next int
+			var err error
+			switch string(key) {
+			case "type":
+				reason, next, err = d.label(b, v)
+			case "cache_missed_input_tokens":
+				// A count that is not one is read as 0: the miss still
+				// counts, its size is unknown.
+				tokens, _, next, err = readCount(b, v)
+			default:
+				return skipValue(b, v)
+			}
+			return next, err
+		})
+		if reason != "" {
+			m.CacheMiss, m.CacheMissTokens = reason, tokens
+		}
+		return end, err
+	})
+}
+
+func (d *Decoder) usage(b []byte, v int, u *Usage, adv *[]AdvisorUsage) (int, error) {
 	count := func(p *int64, v int) (int, error) {
 		n, problem, next, err := readCount(b, v)
 		*p = n
@@ -524,14 +583,86 @@ func (d *Decoder) usage(b []byte, v int, u *Usage) (int, error) {
 				})
 			}
 			return skipValue(b, v)
+		case "speed":
+			var next int
+			var err error
+			u.Speed, next, err = d.label(b, v)
+			return next, err
+		case "inference_geo":
+			var next int
+			var err error
+			u.Geo, next, err = d.label(b, v)
+			return next, err
+		case "iterations":
+			if v < len(b) && b[v] == '[' {
+				*adv = (*adv)[:0]
+				return arrayElems(b, v, func(v int) (int, error) {
+					return d.iteration(b, v, adv, count)
+				})
+			}
+			return skipValue(b, v)
 		}
 		return skipValue(b, v)
 	})
 	if u.Problem != "" {
 		*u = Usage{Problem: u.Problem}
+		*adv = (*adv)[:0]
 	}
 	return end, err
 }
+
+// iteration reads one usage.iterations[] entry and keeps it when its type
+// is advisor_message. Its counts are judged like the top-level ones: a
+// count that is not one rejects the whole usage.
+func (d *Decoder) iteration(b []byte, v int, adv *[]AdvisorUsage, count func(*int64, int) (int, error)) (int, error) {
+	if v >= len(b) || b[v] != '{' {
+		return skipValue(b, v)
+	}
+	var it AdvisorUsage
+	var typ string
+	end, err := objectFields(b, v, func(key []byte, v int) (int, error) {
+		var next int
+		var err error
+		switch string(key) {
+		case "type":
+			typ, next, err = d.label(b, v)
+		case "model":
+			it.Model, next, err = d.label(b, v)
+		case "input_tokens":
+			return count(&it.Input, v)
+		case "output_tokens":
+			return count(&it.Output, v)
+		case "cache_read_input_tokens":
+			return count(&it.CacheRead, v)
+		case "cache_creation_input_tokens":
+			return count(&it.CacheCreation, v)
+		case "cache_creation":
+			if v < len(b) && b[v] == '{' {
+				return objectFields(b, v, func(key []byte, v int) (int, error) {
+					switch string(key) {
+					case "ephemeral_5m_input_tokens":
+						return count(&it.Ephemeral5m, v)
+					case "ephemeral_1h_input_tokens":
+						return count(&it.Ephemeral1h, v)
+					}
+					return skipValue(b, v)
+				})
+			}
+			return skipValue(b, v)
+		default:
+			return skipValue(b, v)
+		}
+		return next, err
+	})
+	if err == nil && typ == "advisor_message" && len(*adv) < MaxAdvisorIterations {
+		*adv = append(*adv, it)
+	}
+	return end, err
+}
+
+// MaxAdvisorIterations bounds the advisor iterations kept from one line;
+// a real request makes a handful.
+const MaxAdvisorIterations = 64
 
 // readCount reads a token count: a whole number from 0 to MaxUsageTokens,
 // or null (0). Anything else is read as 0 with the problem it has.

@@ -169,9 +169,27 @@ func checkInvariants(t *testing.T, r *Record, opts Options) {
 			if !slices.Contains(UsageProblems(), u.Problem) {
 				t.Fatalf("usage rejected with unknown reason %q", u.Problem)
 			}
-			if *u != (Usage{Problem: u.Problem}) {
-				t.Fatalf("rejected usage still counts: %+v", *u)
+			if *u != (Usage{Problem: u.Problem}) || len(m.Advisor) != 0 {
+				t.Fatalf("rejected usage still counts: %+v %+v", *u, m.Advisor)
 			}
+		}
+		if len(m.Advisor) > MaxAdvisorIterations {
+			t.Fatalf("%d advisor iterations kept", len(m.Advisor))
+		}
+		for _, a := range m.Advisor {
+			for _, n := range []int64{a.Input, a.Output, a.CacheRead, a.CacheCreation, a.Ephemeral5m, a.Ephemeral1h} {
+				if n < 0 || n > MaxUsageTokens {
+					t.Fatalf("advisor count %d outside [0, %d] accepted: %+v", n, MaxUsageTokens, a)
+				}
+			}
+		}
+		for _, s := range []string{r.Skill, r.Plugin, r.Effort, u.Speed, u.Geo, m.CacheMiss} {
+			if len(s) > LabelMax || !utf8.ValidString(s) {
+				t.Fatalf("label value %q longer than %d or not UTF-8", s, LabelMax)
+			}
+		}
+		if m.CacheMissTokens < 0 || m.CacheMissTokens > MaxUsageTokens {
+			t.Fatalf("cache-missed tokens %d accepted", m.CacheMissTokens)
 		}
 		if len(m.TextHead) > TextHeadMax || !utf8.ValidString(m.TextHead) || (m.TextHeadCut && len(m.TextHead) < TextHeadMax-3) {
 			t.Fatalf("bad TextHead %q (cut %v)", m.TextHead, m.TextHeadCut)

@@ -110,9 +110,25 @@ type Usage struct {
 	// WebSearchRequests is server_tool_use.web_search_requests: web
 	// searches the API ran for the request (billed per search).
 	WebSearchRequests int64
+	// Speed is usage.speed (standard, fast) and Geo usage.inference_geo
+	// (us, global, not_available, ...): price modifiers of the request.
+	Speed string
+	Geo   string
 	// Problem is set when a count was not a whole number from 0 to
 	// MaxUsageTokens; every count is then zero.
 	Problem UsageProblem
+}
+
+// AdvisorUsage is one advisor_message iteration: a model and its counts
+// (see Message.Advisor).
+type AdvisorUsage struct {
+	Model         string
+	Input         int64
+	Output        int64
+	CacheRead     int64
+	CacheCreation int64
+	Ephemeral5m   int64
+	Ephemeral1h   int64
 }
 
 // Total is the sum used to break ties between copies of a request.
@@ -171,6 +187,17 @@ type Message struct {
 	StopReason string // "" when null or absent
 	Usage      Usage
 	HasUsage   bool
+	// Advisor holds the usage.iterations[] entries of type
+	// advisor_message: the advisor tool's own inferences, excluded from
+	// the top-level counts and billed under the advisor's model. Entries
+	// of type message repeat the top-level numbers and are never kept. A
+	// rejected usage (Usage.Problem) keeps none.
+	Advisor []AdvisorUsage
+	// CacheMiss is diagnostics.cache_miss_reason.type: why the prompt
+	// cache missed ("" when the line says nothing), and CacheMissTokens
+	// its cache_missed_input_tokens (0 when absent).
+	CacheMiss       string
+	CacheMissTokens int64
 
 	// ContentIsString is set when content is a plain string (a typed
 	// prompt); otherwise content is an array of blocks.
@@ -200,6 +227,10 @@ type Message struct {
 
 // FirstTextIs reports whether the first text is exactly s.
 func (m *Message) FirstTextIs(s string) bool { return !m.TextHeadCut && m.TextHead == s }
+
+// LabelMax bounds the short names a record carries (skill, plugin,
+// effort, speed, geo, cache-miss reason): they become label values.
+const LabelMax = 64
 
 // TextHeadMax bounds Message.TextHead.
 const TextHeadMax = 96
@@ -245,6 +276,13 @@ type Record struct {
 	Error          string
 	APIErrorStatus int64
 	Level          string
+
+	// Skill and Plugin are attributionSkill and attributionPlugin, Effort
+	// the effort level (assistant lines of newer versions); each cut at
+	// LabelMax bytes.
+	Skill  string
+	Plugin string
+	Effort string
 
 	Cwd       string
 	GitBranch string
@@ -295,9 +333,11 @@ func (r *Record) reset() {
 	emb := r.Embedded
 	uses := r.Message.ToolUses[:0]
 	results := r.Message.ToolResults[:0]
+	adv := r.Message.Advisor[:0]
 	*r = Record{}
 	r.Message.ToolUses = uses
 	r.Message.ToolResults = results
+	r.Message.Advisor = adv
 	if emb != nil {
 		emb.reset()
 		r.Embedded = emb
