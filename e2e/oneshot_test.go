@@ -92,6 +92,17 @@ func TestOneshotCountersEqualIndependentCount(t *testing.T) {
 			}
 			compareMaps(t, "compactions{trigger}", sumBy(mfs, "claude_transcript_compactions_total", "trigger"), floats(want.Compactions))
 			compareMaps(t, "web_search_requests{model}", sumBy(mfs, "claude_transcript_web_search_requests_total", "model"), floats(want.WebSearches))
+			wantSpend := map[string]float64{}
+			for spender, types := range want.TokensBySpender {
+				for typ, n := range types {
+					wantSpend[spender+"|"+typ] = float64(n)
+				}
+			}
+			compareMaps(t, "tokens{spender|type}", sumBy(mfs, "claude_transcript_tokens_total", "spender", "type"), wantSpend)
+			compareMaps(t, "cache_misses{reason|model}", sumBy(mfs, "claude_transcript_cache_misses_total", "reason", "model"), floats(want.CacheMisses))
+			compareMaps(t, "cache_miss_input_tokens{reason|model}", sumBy(mfs, "claude_transcript_cache_miss_input_tokens_total", "reason", "model"), floats(want.CacheMissTokens))
+			// The attributed series hold every token once, split another way.
+			compareMaps(t, "attributed_tokens{type}", sumBy(mfs, "claude_transcript_attributed_tokens_total", "type"), sumTypes(want.Tokens))
 			pre := sumBy(mfs, "claude_transcript_compaction_pre_tokens", "trigger")
 			var preSum float64
 			if mf := mfs["claude_transcript_compaction_pre_tokens"]; mf != nil {
@@ -106,6 +117,17 @@ func TestOneshotCountersEqualIndependentCount(t *testing.T) {
 			t.Logf("tokens=%v requests=%v tool_calls=%d compactions=%v", tokenTotals(want), want.Requests, len(wantTools), want.Compactions)
 		})
 	}
+}
+
+// sumTypes sums tokens by type over every key.
+func sumTypes(m map[string]map[string]int64) map[string]float64 {
+	out := map[string]float64{}
+	for _, types := range m {
+		for typ, n := range types {
+			out[typ] += float64(n)
+		}
+	}
+	return out
 }
 
 func floats(m map[string]int64) map[string]float64 {

@@ -21,7 +21,8 @@ const Namespace = "claude_transcript"
 // restart continues every counter where it stopped.
 type Metrics struct {
 	tokens, requests, cost, unpriced, toolCalls, compactions *vec
-	webSearches                                              *vec
+	webSearches, attrTokens, attrCost, cacheMisses           *vec
+	cacheMissTokens                                          *vec
 	subagents, warmups, sessions, turns, apiErrors           *vec
 	toolDuration, preTokens                                  *vec
 	lastActivity                                             *vec
@@ -51,14 +52,26 @@ func NewMetrics(reg prometheus.Registerer, activeWindow time.Duration, now func(
 	c, g := prometheus.CounterValue, prometheus.GaugeValue
 	m := &Metrics{
 		tokens: newVec(name("tokens_total"),
-			"Tokens used by API requests, by model and type (input, output, cache_read, cache_write_5m, cache_write_1h). One request counts once however many lines and files it appears in.",
-			c, nil, "model", "type", "project"),
+			"Tokens used by API requests, by model, type (input, output, cache_read, cache_write_5m, cache_write_1h) and spender (main, subagent:<agent type>, warmup, compaction, internal; unknown for counts restored from before spender was recorded). One request counts once however many lines and files it appears in.",
+			c, nil, "model", "type", "project", "spender"),
 		requests: newVec(name("requests_total"),
 			"API requests (distinct message ids), by model and stop reason (none when the transcript did not record one).",
 			c, nil, "model", "stop_reason", "project"),
 		cost: newVec(name("cost_usd_total"),
-			"Estimated cost in USD at list prices (embedded dated price table or --pricing.file).",
-			c, nil, "model", "project"),
+			"Estimated cost in USD at list prices (embedded dated price table or --pricing.file), by model and spender (as tokens_total).",
+			c, nil, "model", "project", "spender"),
+		attrTokens: newVec(name("attributed_tokens_total"),
+			"Tokens of API requests by the skill (attributionSkill), plugin (attributionPlugin), effort and speed they were made with (none when absent; skill and plugin names past --metrics.attribution-limit are other), and type.",
+			c, nil, "skill", "plugin", "effort", "speed", "type", "project"),
+		attrCost: newVec(name("attributed_cost_usd_total"),
+			"Estimated cost in USD by skill, plugin, effort and speed (as attributed_tokens_total).",
+			c, nil, "skill", "plugin", "effort", "speed", "project"),
+		cacheMisses: newVec(name("cache_misses_total"),
+			"API requests whose prompt cache missed, by the reason the API gave (message.diagnostics.cache_miss_reason.type) and model; one request counts once.",
+			c, nil, "reason", "model", "project"),
+		cacheMissTokens: newVec(name("cache_miss_input_tokens_total"),
+			"Input tokens that prompt-cache misses re-billed (cache_missed_input_tokens), by reason and model.",
+			c, nil, "reason", "model", "project"),
 		unpriced: newVec(name("exporter_unpriced_tokens_total"),
 			"Tokens of models missing from the price table (not in cost_usd_total).", c, nil, "model"),
 		webSearches: newVec(name("web_search_requests_total"),
@@ -90,6 +103,8 @@ func NewMetrics(reg prometheus.Registerer, activeWindow time.Duration, now func(
 		now:          now,
 		activity:     map[string]activity{},
 	}
+	// Saved before spender was recorded: such counts cannot be split.
+	m.tokens.added, m.cost.added = "unknown", "unknown"
 	for _, v := range m.vecs() {
 		reg.MustRegister(v)
 	}
@@ -99,7 +114,8 @@ func NewMetrics(reg prometheus.Registerer, activeWindow time.Duration, now func(
 
 func (m *Metrics) vecs() []*vec {
 	return []*vec{m.tokens, m.requests, m.cost, m.unpriced, m.webSearches, m.toolCalls, m.toolDuration, m.compactions,
-		m.preTokens, m.subagents, m.warmups, m.sessions, m.turns, m.apiErrors, m.lastActivity}
+		m.preTokens, m.subagents, m.warmups, m.sessions, m.turns, m.apiErrors, m.lastActivity,
+		m.attrTokens, m.attrCost, m.cacheMisses, m.cacheMissTokens}
 }
 
 // State is the saved value of every usage series, by metric name.
@@ -128,15 +144,33 @@ func (m *Metrics) Restore(st State) error {
 var _ metrics.Observer = (*Metrics)(nil)
 
 // AddTokens implements metrics.Observer.
-func (m *Metrics) AddTokens(model, typ, project string, n int64) {
-	m.tokens.add(float64(n), model, typ, project)
+func (m *Metrics) AddTokens(model, typ, project, spender string, n int64) {
+	m.tokens.add(float64(n), model, typ, project, spender)
+}
+
+// AddAttributedTokens implements metrics.Observer.
+func (m *Metrics) AddAttributedTokens(a metrics.Attributes, typ, project string, n int64) {
+	m.attrTokens.add(float64(n), a.Skill, a.Plugin, a.Effort, a.Speed, typ, project)
+}
+
+// AddAttributedCost implements metrics.Observer.
+func (m *Metrics) AddAttributedCost(a metrics.Attributes, project string, usd float64) {
+	m.attrCost.add(usd, a.Skill, a.Plugin, a.Effort, a.Speed, project)
+}
+
+// AddCacheMiss implements metrics.Observer.
+func (m *Metrics) AddCacheMiss(reason, model, project string, missed int64) {
+	m.cacheMisses.add(1, reason, model, project)
+	m.cacheMissTokens.add(float64(missed), reason, model, project)
 }
 
 // AddRequest implements metrics.Observer.
 func (m *Metrics) AddRequest(model, stop, project string) { m.requests.add(1, model, stop, project) }
 
 // AddCost implements metrics.Observer.
-func (m *Metrics) AddCost(model, project string, usd float64) { m.cost.add(usd, model, project) }
+func (m *Metrics) AddCost(model, project, spender string, usd float64) {
+	m.cost.add(usd, model, project, spender)
+}
 
 // AddUnpricedTokens implements metrics.Observer.
 func (m *Metrics) AddUnpricedTokens(model string, n int64) { m.unpriced.add(float64(n), model) }

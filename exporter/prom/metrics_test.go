@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/common/expfmt"
 
 	"github.com/claude-transcript-exporter/claude-transcript-exporter/internal/testbackend"
+	"github.com/claude-transcript-exporter/claude-transcript-exporter/mapping/metrics"
 )
 
 func populated(t *testing.T, now time.Time) *prometheus.Registry {
@@ -19,10 +20,13 @@ func populated(t *testing.T, now time.Time) *prometheus.Registry {
 	reg := prometheus.NewRegistry()
 	m := NewMetrics(reg, time.Minute, func() time.Time { return now })
 	self := NewSelf(reg)
-	m.AddTokens("claude-opus-4-6", "output", "repo", 12)
-	m.AddTokens("claude-opus-4-6", "cache_write_1h", "repo", 3)
+	m.AddTokens("claude-opus-4-6", "output", "repo", "main", 12)
+	m.AddTokens("claude-opus-4-6", "cache_write_1h", "repo", "subagent:Explore", 3)
 	m.AddRequest("claude-opus-4-6", "end_turn", "repo")
-	m.AddCost("claude-opus-4-6", "repo", 0.25)
+	m.AddCost("claude-opus-4-6", "repo", "main", 0.25)
+	m.AddAttributedTokens(metrics.Attributes{Skill: "deep-research", Plugin: "none", Effort: "high", Speed: "standard"}, "output", "repo", 12)
+	m.AddAttributedCost(metrics.Attributes{Skill: "deep-research", Plugin: "none", Effort: "high", Speed: "standard"}, "repo", 0.25)
+	m.AddCacheMiss("messages_changed", "claude-opus-4-6", "repo", 74704)
 	m.AddUnpricedTokens("glm-4.7", 9)
 	m.AddToolCall("Bash", "error", "repo")
 	m.ObserveToolDuration("Bash", 1.5)

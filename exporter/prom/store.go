@@ -18,6 +18,9 @@ type vec struct {
 	typ     prometheus.ValueType // CounterValue or GaugeValue; histograms set buckets
 	buckets []float64            // histograms only
 	labels  []string
+	// added is the value a series saved before the last label existed
+	// takes for it ("" when the family never gained a label).
+	added string
 
 	mu sync.Mutex
 	m  map[string]*series
@@ -145,6 +148,10 @@ func (v *vec) restore(states []SeriesState) error {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	for _, st := range states {
+		if v.added != "" && len(st.Labels) == len(v.labels)-1 {
+			// Saved before the family gained its last label.
+			st.Labels = append(st.Labels[:len(st.Labels):len(st.Labels)], v.added)
+		}
 		if len(st.Labels) != len(v.labels) {
 			return fmt.Errorf("restore %s: %d label values, want %d", v.name, len(st.Labels), len(v.labels))
 		}

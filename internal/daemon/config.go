@@ -53,10 +53,13 @@ type Config struct {
 	// stop reason counts its request at once.
 	Settle time.Duration
 
-	ProjectLabel string        // --metrics.project-label
-	PricingFile  string        // --pricing.file
-	ActiveWindow time.Duration // --sessions.active-window
-	IdleTimeout  time.Duration // --sessions.idle-timeout
+	ProjectLabel string // --metrics.project-label
+	// AttributionLimit bounds the skill and plugin names that keep a
+	// label value of their own (--metrics.attribution-limit).
+	AttributionLimit int
+	PricingFile      string        // --pricing.file
+	ActiveWindow     time.Duration // --sessions.active-window
+	IdleTimeout      time.Duration // --sessions.idle-timeout
 
 	ShutdownTimeout time.Duration // --shutdown.timeout
 
@@ -126,6 +129,7 @@ func NewConfig() Config {
 		PollInterval:       time.Second,
 		Settle:             session.DefaultSettle,
 		ProjectLabel:       string(metrics.ProjectBasename),
+		AttributionLimit:   metrics.DefaultMaxAttribution,
 		ActiveWindow:       5 * time.Minute,
 		IdleTimeout:        30 * time.Minute,
 		ShutdownTimeout:    10 * time.Second,
@@ -230,6 +234,9 @@ func (c *Config) Validate() error {
 	}
 	if c.Settle < 10*time.Millisecond || c.Settle > 24*time.Hour {
 		return fmt.Errorf("--tail.settle: %s is outside 10ms..24h", c.Settle)
+	}
+	if c.AttributionLimit < 1 || c.AttributionLimit > metrics.DefaultMaxValues {
+		return fmt.Errorf("--metrics.attribution-limit: %d, want 1 to %d", c.AttributionLimit, metrics.DefaultMaxValues)
 	}
 	if _, err := metrics.ParseProjectLabel(c.ProjectLabel); err != nil {
 		return fmt.Errorf("--metrics.project-label: %w", err)

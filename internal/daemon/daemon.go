@@ -76,7 +76,8 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger, stdout io.Writer)
 		}
 	}
 	projectLabel, _ := metrics.ParseProjectLabel(cfg.ProjectLabel)
-	mapper := metrics.NewMapper(metrics.Config{Project: projectLabel, Prices: prices}, usage)
+	mapper := metrics.NewMapper(metrics.Config{Project: projectLabel, Prices: prices,
+		MaxAttribution: cfg.AttributionLimit}, usage)
 
 	// Traces.
 	traces, err := newTraces(ctx, &cfg, prices, logger.With("component", "traces"), self, stdout)

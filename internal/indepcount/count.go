@@ -41,6 +41,10 @@ type Totals struct {
 	Compactions         map[string]int64            // trigger -> compactions
 	CompactionPreTokens int64                       // sum of preTokens over counted compactions
 	WebSearches         map[string]int64            // model -> usage.server_tool_use.web_search_requests of the winning lines (models with none left out)
+	TokensBySpender     map[string]map[string]int64 // spender -> type -> tokens (advisor tokens included)
+	AdvisorTokens       map[string]map[string]int64 // advisor model -> type -> tokens of advisor_message iterations
+	CacheMisses         map[string]int64            // reason|model -> requests whose lines say why the prompt cache missed
+	CacheMissTokens     map[string]int64            // reason|model -> cache_missed_input_tokens of those
 	SyntheticMessages   int64                       // distinct <synthetic> assistant message ids
 	MalformedLines      int64                       // lines that are not valid JSON objects (skipped)
 	Files               int                         // transcript files read
@@ -59,6 +63,21 @@ type candidate struct {
 	e5m        int64 // usage.cache_creation.ephemeral_5m_input_tokens
 	e1h        int64 // usage.cache_creation.ephemeral_1h_input_tokens
 	searches   int64 // usage.server_tool_use.web_search_requests
+	advisor    []advisorIter
+}
+
+// advisorIter is one usage.iterations[] entry of type advisor_message.
+type advisorIter struct {
+	model                                string
+	input, output, cacheRead, cacheTotal int64
+	e5m, e1h                             int64
+}
+
+// reqFirst is what the first line of a request says about it.
+type reqFirst struct {
+	agent     string // "" in the main thread
+	missType  string // first diagnostics.cache_miss_reason.type of any line
+	missCount int64
 }
 
 func (c candidate) total() int64 {
@@ -85,6 +104,16 @@ type counter struct {
 	toolResultOrder []string
 
 	compactionUUIDs map[string]bool
+
+	first map[string]*reqFirst // message id -> its first line's facts
+	// Subagents: agent id -> type from its .meta.json; tool_use id ->
+	// subagent type of Task/Agent calls; agent id -> tool_use id (from
+	// toolUseResult.agentId or a progress record); agent id -> whether
+	// its first prompt is "Warmup" (absent until its first prompt).
+	metaType  map[string]string
+	taskType  map[string]string
+	agentTool map[string]string
+	warmup    map[string]bool
 
 	t *Totals
 }
@@ -123,13 +152,22 @@ func Count(claudeDir string) (*Totals, error) {
 		toolUses:        map[string]toolUse{},
 		toolResults:     map[string][]bool{},
 		compactionUUIDs: map[string]bool{},
+		first:           map[string]*reqFirst{},
+		metaType:        map[string]string{},
+		taskType:        map[string]string{},
+		agentTool:       map[string]string{},
+		warmup:          map[string]bool{},
 		t: &Totals{
-			Tokens:         map[string]map[string]int64{},
-			Requests:       map[string]int64{},
-			RequestsByStop: map[string]int64{},
-			ToolCalls:      map[string]map[string]int64{},
-			Compactions:    map[string]int64{},
-			WebSearches:    map[string]int64{},
+			TokensBySpender: map[string]map[string]int64{},
+			AdvisorTokens:   map[string]map[string]int64{},
+			CacheMisses:     map[string]int64{},
+			CacheMissTokens: map[string]int64{},
+			Tokens:          map[string]map[string]int64{},
+			Requests:        map[string]int64{},
+			RequestsByStop:  map[string]int64{},
+			ToolCalls:       map[string]map[string]int64{},
+			Compactions:     map[string]int64{},
+			WebSearches:     map[string]int64{},
 		},
 	}
 	for _, path := range files {
@@ -142,8 +180,12 @@ func Count(claudeDir string) (*Totals, error) {
 		if err != nil {
 			rel = path
 		}
+		agent := fileAgent(path)
+		if agent != "" {
+			c.readMeta(strings.TrimSuffix(path, ".jsonl")+".meta.json", agent)
+		}
 		for i, line := range bytes.Split(data, []byte("\n")) {
-			c.line(fmt.Sprintf("%s:%d", filepath.ToSlash(rel), i+1), line)
+			c.line(fmt.Sprintf("%s:%d", filepath.ToSlash(rel), i+1), agent, line)
 		}
 	}
 	c.finish()
@@ -180,8 +222,31 @@ func transcriptFiles(projectsDir string) ([]string, error) {
 	return files, nil
 }
 
-// line handles one line of a transcript file.
-func (c *counter) line(where string, line []byte) {
+// fileAgent is the agent id a subagent file's name gives
+// (agent-<id>.jsonl), "" for any other file.
+func fileAgent(path string) string {
+	name := filepath.Base(path)
+	if !strings.HasPrefix(name, "agent-") {
+		return ""
+	}
+	return strings.TrimSuffix(strings.TrimPrefix(name, "agent-"), ".jsonl")
+}
+
+// readMeta reads the agentType of a subagent's .meta.json, when there is one.
+func (c *counter) readMeta(path, agent string) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return
+	}
+	var m map[string]any
+	if json.Unmarshal(b, &m) == nil && str(m["agentType"]) != "" {
+		c.metaType[agent] = str(m["agentType"])
+	}
+}
+
+// line handles one line of a transcript file; agent is the file's agent
+// id ("" for a session file).
+func (c *counter) line(where, agent string, line []byte) {
 	if len(bytes.TrimSpace(line)) == 0 {
 		return
 	}
@@ -198,12 +263,19 @@ func (c *counter) line(where string, line []byte) {
 
 	switch str(rec["type"]) {
 	case "assistant", "user":
-		c.carrier(where, rec)
+		c.carrier(where, agent, rec)
 	case "progress":
 		if data, ok := rec["data"].(map[string]any); ok {
 			if inner, ok := data["message"].(map[string]any); ok {
 				if t := str(inner["type"]); t == "assistant" || t == "user" {
-					c.carrier(where, inner)
+					inAgent := str(data["agentId"])
+					if inAgent == "" {
+						inAgent = str(inner["agentId"])
+					}
+					if tool := str(rec["parentToolUseID"]); inAgent != "" && tool != "" && c.agentTool[inAgent] == "" {
+						c.agentTool[inAgent] = tool
+					}
+					c.carrier(where, inAgent, inner)
 				}
 			}
 		}
@@ -222,12 +294,23 @@ func (c *counter) result(id string, isError bool) {
 	c.toolResults[id] = append(c.toolResults[id], isError)
 }
 
-// carrier handles one assistant or user record (top-level or embedded).
-func (c *counter) carrier(where string, rec map[string]any) {
+// carrier handles one assistant or user record (top-level or embedded),
+// read in the thread of agent ("" for the main thread).
+func (c *counter) carrier(where, agent string, rec map[string]any) {
 	msg, _ := rec["message"].(map[string]any) // nil when absent; lookups on nil maps are fine
 	content, _ := msg["content"].([]any)
 
 	if str(rec["type"]) == "user" {
+		if tr, ok := rec["toolUseResult"].(map[string]any); ok && str(tr["agentId"]) != "" {
+			for _, b := range content {
+				if block, ok := b.(map[string]any); ok && str(block["type"]) == "tool_result" {
+					c.agentTool[str(tr["agentId"])] = str(block["tool_use_id"])
+				}
+			}
+		}
+		if _, known := c.warmup[agent]; agent != "" && !known && !hasToolResult(content) {
+			c.warmup[agent] = firstText(msg["content"]) == "Warmup"
+		}
 		for _, b := range content {
 			block, ok := b.(map[string]any)
 			if !ok || str(block["type"]) != "tool_result" {
@@ -256,6 +339,14 @@ func (c *counter) carrier(where string, rec map[string]any) {
 			}
 			c.toolUseOrder = append(c.toolUseOrder, id)
 			c.toolUses[id] = toolUse{name: str(block["name"])}
+			if name := str(block["name"]); name == "Task" || name == "Agent" {
+				input, _ := block["input"].(map[string]any)
+				typ := str(input["subagent_type"])
+				if typ == "" {
+					typ = "general-purpose"
+				}
+				c.taskType[id] = typ
+			}
 		case typ == "tool_result":
 			c.result(str(block["tool_use_id"]), block["is_error"] == true)
 		case strings.HasSuffix(typ, "_tool_result") && str(block["tool_use_id"]) != "":
@@ -297,9 +388,24 @@ func (c *counter) carrier(where string, rec map[string]any) {
 		cand.e5m = num(breakdown["ephemeral_5m_input_tokens"])
 		cand.e1h = num(breakdown["ephemeral_1h_input_tokens"])
 		cand.searches = num(server["web_search_requests"])
+		var ok bool
+		if cand.advisor, ok = advisorIters(usage); !ok {
+			cand = candidate{where: where, model: model, stop: stop}
+		}
 	}
 	if _, seen := c.requests[id]; !seen {
 		c.requestOrder = append(c.requestOrder, id)
+		c.first[id] = &reqFirst{agent: agent}
+	}
+	if f := c.first[id]; f.missType == "" {
+		diag, _ := msg["diagnostics"].(map[string]any)
+		miss, _ := diag["cache_miss_reason"].(map[string]any)
+		if typ := str(miss["type"]); typ != "" {
+			f.missType = typ
+			if validCount(miss["cache_missed_input_tokens"]) {
+				f.missCount = num(miss["cache_missed_input_tokens"])
+			}
+		}
 	}
 	c.requests[id] = append(c.requests[id], cand)
 }
@@ -343,6 +449,18 @@ func (c *counter) finish() {
 			}
 		}
 		addRequest(t, win)
+		f := c.first[id]
+		spender := c.spender(f.agent)
+		addTokens(t.TokensBySpender, spender, win.input, win.output, win.cacheRead, win.cacheTotal, win.e5m, win.e1h)
+		for _, a := range win.advisor {
+			addTokens(t.Tokens, a.model, a.input, a.output, a.cacheRead, a.cacheTotal, a.e5m, a.e1h)
+			addTokens(t.AdvisorTokens, a.model, a.input, a.output, a.cacheRead, a.cacheTotal, a.e5m, a.e1h)
+			addTokens(t.TokensBySpender, spender, a.input, a.output, a.cacheRead, a.cacheTotal, a.e5m, a.e1h)
+		}
+		if f.missType != "" {
+			t.CacheMisses[f.missType+"|"+win.model]++
+			t.CacheMissTokens[f.missType+"|"+win.model] += f.missCount
+		}
 	}
 
 	t.SyntheticMessages = int64(len(c.syntheticKeys))
@@ -391,6 +509,90 @@ func (c *counter) finish() {
 		t.Conflicts = append(t.Conflicts, fmt.Sprintf(
 			"%d tool_result ids (%d blocks) have no tool_use anywhere; ignored", orphanIDs, orphanBlocks))
 	}
+}
+
+// spender says who spent a request first read in agent's thread: main,
+// compaction (agent-acompact-*), internal (agent-aprompt_suggestion-*),
+// warmup (first prompt "Warmup"), or subagent:<type>, the type from the
+// agent's .meta.json, else its Task/Agent call, else unknown.
+func (c *counter) spender(agent string) string {
+	switch {
+	case agent == "":
+		return "main"
+	case strings.HasPrefix(agent, "acompact-"):
+		return "compaction"
+	case strings.HasPrefix(agent, "aprompt_suggestion-"):
+		return "internal"
+	case c.warmup[agent]:
+		return "warmup"
+	}
+	if typ := c.metaType[agent]; typ != "" {
+		return "subagent:" + typ
+	}
+	if typ := c.taskType[c.agentTool[agent]]; typ != "" {
+		return "subagent:" + typ
+	}
+	return "subagent:unknown"
+}
+
+// addTokens adds one usage to m[key] by type.
+func addTokens(m map[string]map[string]int64, key string, input, output, cacheRead, cacheTotal, e5m, e1h int64) {
+	if m[key] == nil {
+		m[key] = map[string]int64{}
+	}
+	tok := m[key]
+	tok[TokInput] += input
+	tok[TokOutput] += output
+	tok[TokCacheRead] += cacheRead
+	tok[TokCacheWrite1h] += e1h
+	tok[TokCacheWrite5m] += max(cacheTotal, e5m+e1h) - e1h
+}
+
+// advisorIters reads the advisor_message entries of usage.iterations;
+// false when one of their counts is not a valid count (the whole usage
+// then counts nothing).
+func advisorIters(usage map[string]any) ([]advisorIter, bool) {
+	its, _ := usage["iterations"].([]any)
+	var out []advisorIter
+	for _, x := range its {
+		it, _ := x.(map[string]any)
+		if str(it["type"]) != "advisor_message" {
+			continue
+		}
+		breakdown, _ := it["cache_creation"].(map[string]any)
+		if !validUsage(it, breakdown) {
+			return nil, false
+		}
+		out = append(out, advisorIter{model: str(it["model"]), input: num(it["input_tokens"]), output: num(it["output_tokens"]),
+			cacheRead: num(it["cache_read_input_tokens"]), cacheTotal: num(it["cache_creation_input_tokens"]),
+			e5m: num(breakdown["ephemeral_5m_input_tokens"]), e1h: num(breakdown["ephemeral_1h_input_tokens"])})
+	}
+	return out, true
+}
+
+// hasToolResult reports whether content blocks hold a tool_result.
+func hasToolResult(content []any) bool {
+	for _, b := range content {
+		if block, ok := b.(map[string]any); ok && str(block["type"]) == "tool_result" {
+			return true
+		}
+	}
+	return false
+}
+
+// firstText is a message content's first text: the string itself, or the
+// first text block's text.
+func firstText(content any) string {
+	if s, ok := content.(string); ok {
+		return s
+	}
+	blocks, _ := content.([]any)
+	for _, b := range blocks {
+		if block, ok := b.(map[string]any); ok && str(block["type"]) == "text" {
+			return str(block["text"])
+		}
+	}
+	return ""
 }
 
 // addRequest counts one request under the winner's model and stop reason.

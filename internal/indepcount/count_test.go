@@ -27,12 +27,15 @@ func tok(in, out, read, w5m, w1h int64) map[string]int64 {
 // empty returns Totals with every map allocated and nothing counted.
 func empty() *Totals {
 	return &Totals{
-		Tokens:         map[string]map[string]int64{},
-		Requests:       map[string]int64{},
-		RequestsByStop: map[string]int64{},
-		ToolCalls:      map[string]map[string]int64{},
-		Compactions:    map[string]int64{},
-		WebSearches:    map[string]int64{},
+		Tokens:          map[string]map[string]int64{},
+		Requests:        map[string]int64{},
+		RequestsByStop:  map[string]int64{},
+		ToolCalls:       map[string]map[string]int64{},
+		Compactions:     map[string]int64{},
+		WebSearches:     map[string]int64{},
+		AdvisorTokens:   map[string]map[string]int64{},
+		CacheMisses:     map[string]int64{},
+		CacheMissTokens: map[string]int64{},
 	}
 }
 
@@ -72,6 +75,8 @@ func TestCount(t *testing.T) {
 				w.Requests["claude-sonnet-4-6"] = 2
 				w.Requests["claude-haiku-4-5-20251001"] = 1
 				w.RequestsByStop["end_turn"] = 3
+				// agent-x.jsonl has no .meta.json and no Task call names it.
+				w.TokensBySpender = map[string]map[string]int64{"main": tok(12, 90, 3000, 0, 0), "subagent:unknown": tok(3, 30, 0, 0, 0)}
 				return w
 			},
 		},
@@ -259,6 +264,18 @@ func checkTotals(t *testing.T, got, want *Totals, conflicts int, conflictsHave [
 	gotConflicts := got.Conflicts
 	g := *got
 	g.Conflicts = nil
+	if want.TokensBySpender == nil {
+		// A case that names no spender has every token in the main thread.
+		want.TokensBySpender = map[string]map[string]int64{}
+		for _, types := range want.Tokens {
+			for typ, n := range types {
+				if want.TokensBySpender["main"] == nil {
+					want.TokensBySpender["main"] = map[string]int64{}
+				}
+				want.TokensBySpender["main"][typ] += n
+			}
+		}
+	}
 	if !reflect.DeepEqual(&g, want) {
 		t.Errorf("totals differ\n got: %+v\nwant: %+v", &g, want)
 	}

@@ -26,9 +26,17 @@ func TokenTypes() []string {
 // Observer receives observations with final label values. exporter/prom
 // implements it; tests use fakes.
 type Observer interface {
-	AddTokens(model, typ, project string, n int64)
+	// AddTokens and AddCost count under who spent them (spender) too.
+	AddTokens(model, typ, project, spender string, n int64)
 	AddRequest(model, stopReason, project string)
-	AddCost(model, project string, usd float64)
+	AddCost(model, project, spender string, usd float64)
+	// AddAttributedTokens and AddAttributedCost count by the skill,
+	// plugin, effort and speed a request was made with.
+	AddAttributedTokens(a Attributes, typ, project string, n int64)
+	AddAttributedCost(a Attributes, project string, usd float64)
+	// AddCacheMiss counts a prompt-cache miss by reason and the input
+	// tokens it re-billed.
+	AddCacheMiss(reason, model, project string, missedTokens int64)
 	AddUnpricedTokens(model string, n int64)
 	AddWebSearches(model, project string, n int64)
 	AddToolCall(tool, outcome, project string)
@@ -44,6 +52,15 @@ type Observer interface {
 	// sessions gauge and the last-activity gauge.
 	Activity(sessionID, project string, t time.Time)
 }
+
+// Attributes are the label values of the attributed series: what a
+// request was made with. NoneValue stands for absent.
+type Attributes struct {
+	Skill, Plugin, Effort, Speed string
+}
+
+// NoneValue is the label value of an attribute a request did not have.
+const NoneValue = "none"
 
 // ProjectLabel says how the project label is formed.
 type ProjectLabel string
@@ -72,7 +89,15 @@ type Config struct {
 	// (model, tool, project, agent_type, kind); values past the bound
 	// are reported as "other". Zero: DefaultMaxValues.
 	MaxValues int
+	// MaxAttribution bounds the distinct skill and plugin names (the
+	// first names seen keep their own value, later ones are "other").
+	// Zero: DefaultMaxAttribution.
+	MaxAttribution int
 }
+
+// DefaultMaxAttribution is the default bound of skill and plugin names
+// (--metrics.attribution-limit).
+const DefaultMaxAttribution = 20
 
 // DefaultMaxValues is the default per-label bound.
 const DefaultMaxValues = 256
@@ -99,6 +124,9 @@ func NewMapper(cfg Config, obs Observer) *Mapper {
 	if cfg.MaxValues <= 0 {
 		cfg.MaxValues = DefaultMaxValues
 	}
+	if cfg.MaxAttribution <= 0 {
+		cfg.MaxAttribution = DefaultMaxAttribution
+	}
 	return &Mapper{cfg: cfg, obs: obs, limits: map[string]*limiter{}}
 }
 
@@ -111,7 +139,11 @@ type limiter struct {
 func (m *Mapper) bound(label, v string) string {
 	l := m.limits[label]
 	if l == nil {
-		l = &limiter{max: m.cfg.MaxValues, seen: map[string]struct{}{}}
+		max := m.cfg.MaxValues
+		if label == "skill" || label == "plugin" {
+			max = m.cfg.MaxAttribution
+		}
+		l = &limiter{max: max, seen: map[string]struct{}{}}
 		m.limits[label] = l
 	}
 	if _, ok := l.seen[v]; ok {
@@ -184,7 +216,14 @@ func (m *Mapper) Request(r *session.Request) {
 		stop = "none"
 	}
 	m.obs.AddRequest(model, m.bound("stop_reason", stop), p)
-	m.tokens(r.Model, model, p, r.Tokens)
+	spender, attrs := m.spender(r.Spender), m.attributes(r.Attribution)
+	m.tokens(r.Model, model, p, spender, attrs, r.Tokens)
+	for _, adv := range r.Advisor {
+		m.tokens(adv.Model, m.model(adv.Model), p, spender, attrs, adv.Tokens)
+	}
+	if r.CacheMiss != "" {
+		m.obs.AddCacheMiss(m.bound("reason", r.CacheMiss), model, p, r.CacheMissTokens)
+	}
 	if !r.End.IsZero() {
 		m.obs.Activity(r.SessionID, p, r.End)
 	}
@@ -192,20 +231,53 @@ func (m *Mapper) Request(r *session.Request) {
 
 // RequestUpdate implements session.Sink.
 func (m *Mapper) RequestUpdate(u *session.RequestUpdate) {
-	m.tokens(u.Model, m.model(u.Model), m.Project(u.Project), u.Delta)
+	m.tokens(u.Model, m.model(u.Model), m.Project(u.Project), m.spender(u.Spender), m.attributes(u.Attribution), u.Delta)
 }
 
-func (m *Mapper) tokens(raw, model, project string, t session.Tokens) {
-	m.obs.AddTokens(model, TypeInput, project, t.Input)
-	m.obs.AddTokens(model, TypeOutput, project, t.Output)
-	m.obs.AddTokens(model, TypeCacheRead, project, t.CacheRead)
-	m.obs.AddTokens(model, TypeCacheWrite5m, project, t.CacheWrite5m)
-	m.obs.AddTokens(model, TypeCacheWrite1h, project, t.CacheWrite1h)
+// spender is the spender label: a subagent's type is bounded like every
+// agent type.
+func (m *Mapper) spender(s string) string {
+	switch {
+	case s == "":
+		// Counted before the exporter recorded who spent requests.
+		return "unknown"
+	case strings.HasPrefix(s, session.SpenderSubagentPrefix):
+		return session.SpenderSubagentPrefix + m.bound("agent_type", strings.TrimPrefix(s, session.SpenderSubagentPrefix))
+	}
+	return s
+}
+
+func (m *Mapper) attributes(a session.Attribution) Attributes {
+	or := func(label, v string) string {
+		if v == "" {
+			return NoneValue
+		}
+		return m.bound(label, v)
+	}
+	speed := a.Speed
+	if speed == "" {
+		speed = "standard"
+	}
+	return Attributes{Skill: or("skill", a.Skill), Plugin: or("plugin", a.Plugin), Effort: or("effort", a.Effort),
+		Speed: m.bound("speed", speed)}
+}
+
+func (m *Mapper) tokens(raw, model, project, spender string, attrs Attributes, t session.Tokens) {
+	for _, tt := range [...]struct {
+		typ string
+		n   int64
+	}{{TypeInput, t.Input}, {TypeOutput, t.Output}, {TypeCacheRead, t.CacheRead},
+		{TypeCacheWrite5m, t.CacheWrite5m}, {TypeCacheWrite1h, t.CacheWrite1h}} {
+		m.obs.AddTokens(model, tt.typ, project, spender, tt.n)
+		m.obs.AddAttributedTokens(attrs, tt.typ, project, tt.n)
+	}
 	if t.WebSearch > 0 {
 		m.obs.AddWebSearches(model, project, t.WebSearch)
 	}
 	if price, ok := m.cfg.Prices.Lookup(raw); ok {
-		m.obs.AddCost(model, project, price.Cost(t))
+		usd := price.Cost(t)
+		m.obs.AddCost(model, project, spender, usd)
+		m.obs.AddAttributedCost(attrs, project, usd)
 	} else {
 		m.obs.AddUnpricedTokens(model, t.Input+t.Output+t.CacheRead+t.CacheWrite5m+t.CacheWrite1h)
 	}

@@ -23,17 +23,35 @@ type rec struct {
 	agents      map[string]int
 	compact     int
 	pre         []float64
+	spenders    map[string]int64 // spender|type -> tokens
+	spendCost   map[string]float64
+	attrTokens  map[Attributes]int64
+	attrCost    float64
+	misses      map[string]int64 // reason|model -> misses
+	missed      map[string]int64 // reason|model -> tokens
 }
 
 func newRec() *rec {
-	return &rec{tokens: map[string]int64{}, requests: map[string]int{}, tools: map[string]int{}, sessions: map[string]int{}, agents: map[string]int{}}
+	return &rec{tokens: map[string]int64{}, requests: map[string]int{}, tools: map[string]int{}, sessions: map[string]int{}, agents: map[string]int{},
+		spenders: map[string]int64{}, spendCost: map[string]float64{}, attrTokens: map[Attributes]int64{},
+		misses: map[string]int64{}, missed: map[string]int64{}}
 }
 
-func (r *rec) AddTokens(model, typ, project string, n int64) {
+func (r *rec) AddTokens(model, typ, project, spender string, n int64) {
 	r.tokens[model+"|"+typ+"|"+project] += n
+	r.spenders[spender+"|"+typ] += n
 }
-func (r *rec) AddRequest(model, stop, project string)         { r.requests[model+"|"+stop+"|"+project]++ }
-func (r *rec) AddCost(_, _ string, usd float64)               { r.cost += usd }
+func (r *rec) AddAttributedTokens(a Attributes, _, _ string, n int64) { r.attrTokens[a] += n }
+func (r *rec) AddAttributedCost(_ Attributes, _ string, usd float64)  { r.attrCost += usd }
+func (r *rec) AddCacheMiss(reason, model, _ string, n int64) {
+	r.misses[reason+"|"+model]++
+	r.missed[reason+"|"+model] += n
+}
+func (r *rec) AddRequest(model, stop, project string) { r.requests[model+"|"+stop+"|"+project]++ }
+func (r *rec) AddCost(_, _, spender string, usd float64) {
+	r.cost += usd
+	r.spendCost[spender] += usd
+}
 func (r *rec) AddUnpricedTokens(_ string, n int64)            { r.unpriced += n }
 func (r *rec) AddWebSearches(_, _ string, n int64)            { r.webSearches += n }
 func (r *rec) AddToolCall(tool, outcome, project string)      { r.tools[tool+"|"+outcome+"|"+project]++ }

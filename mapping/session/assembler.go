@@ -166,6 +166,31 @@ type reqState struct {
 	toolIDs   []string
 	text      string
 	thinking  string
+	// advisor is the winning copy's advisor iterations (a copy of them:
+	// the decoder reuses its record).
+	advisor []transcript.AdvisorUsage
+	// skill, plugin and effort are the first a line of the request names;
+	// cacheMiss and cacheMissTokens the first cache-miss reason.
+	skill, plugin, effort string
+	cacheMiss             string
+	cacheMissTokens       int64
+}
+
+// note takes what any line of a request may say once: attribution and
+// the cache-miss reason.
+func (st *reqState) note(r *transcript.Record) {
+	if st.skill == "" {
+		st.skill = r.Skill
+	}
+	if st.plugin == "" {
+		st.plugin = r.Plugin
+	}
+	if st.effort == "" {
+		st.effort = r.Effort
+	}
+	if st.cacheMiss == "" && r.Message.CacheMiss != "" {
+		st.cacheMiss, st.cacheMissTokens = r.Message.CacheMiss, r.Message.CacheMissTokens
+	}
 }
 
 type toolState struct {
@@ -472,10 +497,12 @@ func (a *Assembler) assistant(c *ctxState, r *transcript.Record, now time.Time) 
 		}
 		if better(m.Usage.Output, m.Usage.Total(), st.usage.Output, st.usage.Total()) {
 			st.model, st.usage, st.stop = m.Model, m.Usage, m.StopReason
+			st.advisor = append(st.advisor[:0], m.Advisor...)
 			if r.RequestID != "" {
 				st.requestID = r.RequestID
 			}
 		}
+		st.note(r)
 		st.lastSeen = now
 		st.complete = st.complete || m.StopReason != ""
 		if m.Text != "" {
@@ -496,14 +523,20 @@ func (a *Assembler) assistant(c *ctxState, r *transcript.Record, now time.Time) 
 			if out, tot := m.Usage.Output, m.Usage.Total(); better(out, tot, d.out, d.total) {
 				a.version++
 				d.out, d.total = out, tot
-				cur := TokensOf(m.Usage)
-				if delta := cur.Sub(d.counted); !delta.IsZero() {
-					d.counted = d.counted.Max(cur)
-					upd := where
-					upd.Project = lab.project
-					a.sink.RequestUpdate(&RequestUpdate{Where: upd, MessageID: m.ID, Model: lab.model, Delta: delta})
-				}
+				a.grow(key, &d, lab, where, m.ID, TokensOf(m.Usage), false)
 				a.done.put(key, d)
+				// The advisor's inferences follow the winning copy.
+				for _, adv := range AdvisorTokensOf(m.Advisor) {
+					ak := advisorKey(m.ID, adv.Model)
+					ad, ok := a.done.get(ak)
+					if !ok {
+						al := lab
+						al.model = adv.Model
+						ad = doneReq{lab: a.labels(al)}
+					}
+					a.grow(ak, &ad, a.labelList[ad.lab], where, m.ID, adv.Tokens, true)
+					a.done.put(ak, ad)
+				}
 			}
 			break
 		}
@@ -512,6 +545,8 @@ func (a *Assembler) assistant(c *ctxState, r *transcript.Record, now time.Time) 
 			st.start = p.t
 		}
 		st.model, st.stop, st.usage, st.requestID = m.Model, m.StopReason, m.Usage, r.RequestID
+		st.advisor = append(st.advisor, m.Advisor...)
+		st.note(r)
 		st.lastSeen = now
 		st.complete = m.StopReason != ""
 		st.text, st.thinking = m.Text, m.Thinking
@@ -764,14 +799,7 @@ func (a *Assembler) emitAgent(ag *agentState) {
 		return
 	}
 	ag.emitted = true
-	typ := ag.agentType
-	if typ == "" && strings.HasPrefix(ag.id, "acompact-") {
-		// Claude Code runs compaction as a subagent with this id prefix.
-		typ = "compact"
-	}
-	if typ == "" {
-		typ = "unknown"
-	}
+	typ := a.agentType(ag)
 	if t := a.tools[ag.toolUseID]; t != nil && ag.toolUseID != "" && t.call.Background {
 		ag.background = true
 	}
@@ -923,27 +951,106 @@ func (a *Assembler) emitRequest(st *reqState) {
 	delete(a.requests, st.msgID)
 	a.refreshProject(&st.where)
 	counted := TokensOf(st.usage)
-	a.done.put(idKey(keyRequest, st.msgID), doneReq{counted: counted, out: st.usage.Output, total: st.usage.Total(),
-		lab: a.labels(st.where.Project, st.model)})
 	end := st.end
 	if !st.start.IsZero() && end.Before(st.start) {
 		a.stats.ClampedTimes++
 		end = st.start
 	}
+	attr := Attribution{Spender: a.spender(st.where), Skill: st.skill, Plugin: st.plugin, Effort: st.effort,
+		Speed: st.usage.Speed, Geo: st.usage.Geo}
+	lab := reqLabels{project: st.where.Project, model: st.model, attr: attr, day: DayOf(laterOf(st.start, end))}
+	a.done.put(idKey(keyRequest, st.msgID), doneReq{counted: counted, out: st.usage.Output, total: st.usage.Total(),
+		lab: a.labels(lab)})
+	advisor := AdvisorTokensOf(st.advisor)
+	for _, adv := range advisor {
+		al := lab
+		al.model = adv.Model
+		a.done.put(advisorKey(st.msgID, adv.Model), doneReq{counted: adv.Tokens, out: adv.Tokens.Output,
+			total: adv.Tokens.Input + adv.Tokens.Output + adv.Tokens.CacheRead + adv.Tokens.CacheWrite5m + adv.Tokens.CacheWrite1h,
+			lab:   a.labels(al)})
+	}
 	a.sink.Request(&Request{
-		Where:       st.where,
-		MessageID:   st.msgID,
-		RequestID:   st.requestID,
-		Model:       st.model,
-		StopReason:  st.stop,
-		Tokens:      counted,
-		Start:       st.start,
-		End:         end,
-		Interrupted: st.interrupt,
-		ToolUseIDs:  st.toolIDs,
-		Text:        st.text,
-		Thinking:    st.thinking,
+		Where:           st.where,
+		MessageID:       st.msgID,
+		RequestID:       st.requestID,
+		Model:           st.model,
+		StopReason:      st.stop,
+		Tokens:          counted,
+		Attribution:     attr,
+		Advisor:         advisor,
+		CacheMiss:       st.cacheMiss,
+		CacheMissTokens: st.cacheMissTokens,
+		Start:           st.start,
+		End:             end,
+		Interrupted:     st.interrupt,
+		ToolUseIDs:      st.toolIDs,
+		Text:            st.text,
+		Thinking:        st.thinking,
 	})
+}
+
+// agentType is the type a subagent is known by so far: from its
+// .meta.json or its Task/Agent call; "compact" for the compaction fork,
+// "unknown" when nothing says.
+func (a *Assembler) agentType(ag *agentState) string {
+	typ := ag.agentType
+	if typ == "" && ag.toolUseID != "" {
+		if t := a.tools[ag.toolUseID]; t != nil {
+			typ = t.call.SubagentType
+		}
+	}
+	if typ == "" && strings.HasPrefix(ag.id, "acompact-") {
+		// Claude Code runs compaction as a subagent with this id prefix.
+		typ = "compact"
+	}
+	if typ == "" {
+		typ = "unknown"
+	}
+	return typ
+}
+
+// grow counts what a later, better copy of an emitted request (or of its
+// advisor's inferences) adds to d, under the labels it was first counted
+// with; it moves no counter down.
+func (a *Assembler) grow(key uint64, d *doneReq, lab reqLabels, where Where, msgID string, cur Tokens, advisor bool) {
+	delta := cur.Sub(d.counted)
+	if delta.IsZero() {
+		return
+	}
+	before := d.counted
+	d.counted = d.counted.Max(cur)
+	where.Project = lab.project
+	a.sink.RequestUpdate(&RequestUpdate{Where: where, MessageID: msgID, Model: lab.model, Delta: delta,
+		Attribution: lab.attr, Before: before, Day: lab.day, Advisor: advisor})
+}
+
+// advisorKey is the dedup key of the advisor's inferences under one model
+// in a request: they are counted, and grow, like a request of their own.
+func advisorKey(msgID, model string) uint64 {
+	return idKey(keyRequest, msgID+"\x00advisor\x00"+model)
+}
+
+// spender says who spent a request read at w: the main thread, or the
+// subagent w.AgentID is (compaction and other forks Claude Code runs for
+// itself are told by their agent id; warmups by their first prompt).
+func (a *Assembler) spender(w Where) string {
+	if w.AgentID == "" {
+		return SpenderMain
+	}
+	switch {
+	case strings.HasPrefix(w.AgentID, "acompact-"):
+		return SpenderCompaction
+	case strings.HasPrefix(w.AgentID, "aprompt_suggestion-"):
+		return SpenderInternal
+	}
+	ag := a.agents[w.AgentID]
+	if ag == nil {
+		return SpenderSubagentPrefix + "unknown"
+	}
+	if ag.warmup {
+		return SpenderWarmup
+	}
+	return SpenderSubagentPrefix + a.agentType(ag)
 }
 
 // dropContexts forgets what a quiet session reads with (its recent

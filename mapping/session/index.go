@@ -3,6 +3,7 @@ package session
 import (
 	"math"
 	"slices"
+	"time"
 )
 
 // The dedup index. Deduplication is global and exact over the whole
@@ -67,17 +68,18 @@ type doneReq struct {
 }
 
 // reqLabels are the labels requests were counted under, which a later,
-// better copy is counted under too: the project and the model. Few
-// requests have labels of their own, so the index refers to them by
-// number.
+// better copy is counted under too: the project, the model, who spent it
+// and how it is priced, and its UTC day (prices are dated). Few requests
+// have labels of their own, so the index refers to them by number.
 type reqLabels struct {
 	project string
 	model   string
+	attr    Attribution
+	day     int32
 }
 
-// labels returns the index of the shared labels for project and model.
-func (a *Assembler) labels(project, model string) uint32 {
-	k := reqLabels{project: project, model: model}
+// labels returns the index of the shared labels k.
+func (a *Assembler) labels(k reqLabels) uint32 {
 	if i, ok := a.labelSet[k]; ok {
 		return i
 	}
@@ -85,6 +87,14 @@ func (a *Assembler) labels(project, model string) uint32 {
 	a.labelList = append(a.labelList, k)
 	a.labelSet[k] = i
 	return i
+}
+
+// DayOf is the UTC day of t in Unix days (0 for the zero time).
+func DayOf(t time.Time) int32 {
+	if t.IsZero() {
+		return 0
+	}
+	return int32(t.Unix() / 86400)
 }
 
 // better reports whether a copy with output out and total tot beats the

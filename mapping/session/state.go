@@ -52,6 +52,9 @@ type DoneRequest struct {
 type LabelState struct {
 	Project string `json:"p"`
 	Model   string `json:"m"`
+	// Since version 3.
+	Attribution Attribution `json:"a"`
+	Day         int32       `json:"d,omitempty"`
 }
 
 // RequestState is a request not yet emitted (version 1: or emitted).
@@ -71,6 +74,13 @@ type RequestState struct {
 	CountedAs string   `json:"cm,omitempty"`
 	Interrupt bool     `json:"i,omitempty"`
 	ToolIDs   []string `json:"t,omitempty"`
+	// Since version 3 of the state file.
+	Advisor         []transcript.AdvisorUsage `json:"adv,omitempty"`
+	Skill           string                    `json:"sk,omitempty"`
+	Plugin          string                    `json:"pl,omitempty"`
+	Effort          string                    `json:"ef,omitempty"`
+	CacheMiss       string                    `json:"cm2,omitempty"`
+	CacheMissTokens int64                     `json:"cmt,omitempty"`
 }
 
 // ToolState is an open tool call (no result yet).
@@ -137,11 +147,12 @@ func (a *Assembler) State() State {
 		Agents:   make([]AgentState, 0, len(a.agents))}
 	for _, r := range a.requests {
 		st.Requests = append(st.Requests, RequestState{Seq: r.seq, Where: r.where, MsgID: r.msgID, Model: r.model, Usage: r.usage,
-			RequestID: r.requestID, Stop: r.stop, Start: r.start, End: r.end, Interrupt: r.interrupt, ToolIDs: r.toolIDs})
+			RequestID: r.requestID, Stop: r.stop, Start: r.start, End: r.end, Interrupt: r.interrupt, ToolIDs: r.toolIDs,
+			Advisor: r.advisor, Skill: r.skill, Plugin: r.plugin, Effort: r.effort, CacheMiss: r.cacheMiss, CacheMissTokens: r.cacheMissTokens})
 	}
 	st.Labels = make([]LabelState, len(a.labelList))
 	for i, l := range a.labelList {
-		st.Labels[i] = LabelState{Project: l.project, Model: l.model}
+		st.Labels[i] = LabelState{Project: l.project, Model: l.model, Attribution: l.attr, Day: l.day}
 	}
 	st.DoneRequests = make([]DoneRequest, 0, a.done.len())
 	a.done.each(func(k uint64, d doneReq) {
@@ -207,7 +218,7 @@ func (a *Assembler) Restore(st State, now time.Time) error {
 	clear(a.ctxs)
 	labels := make([]uint32, len(st.Labels))
 	for i, l := range st.Labels {
-		labels[i] = a.labels(l.Project, l.Model)
+		labels[i] = a.labels(reqLabels{project: l.Project, model: l.Model, attr: l.Attribution, day: l.Day})
 	}
 	for _, d := range st.DoneRequests {
 		if int(d.Label) >= len(labels) {
@@ -218,11 +229,12 @@ func (a *Assembler) Restore(st State, now time.Time) error {
 	for _, r := range st.Requests {
 		if r.Emitted { // version 1
 			a.done.put(idKey(keyRequest, r.MsgID), doneReq{counted: r.Counted, out: r.Usage.Output, total: r.Usage.Total(),
-				lab: a.labels(r.Where.Project, r.CountedAs)})
+				lab: a.labels(reqLabels{project: r.Where.Project, model: r.CountedAs})})
 			continue
 		}
 		a.requests[r.MsgID] = &reqState{seq: r.Seq, where: r.Where, msgID: r.MsgID, model: r.Model, usage: r.Usage,
-			requestID: r.RequestID, stop: r.Stop, start: r.Start, end: r.End, lastSeen: now, interrupt: r.Interrupt, toolIDs: r.ToolIDs}
+			requestID: r.RequestID, stop: r.Stop, start: r.Start, end: r.End, lastSeen: now, interrupt: r.Interrupt, toolIDs: r.ToolIDs,
+			advisor: r.Advisor, skill: r.Skill, plugin: r.Plugin, effort: r.Effort, cacheMiss: r.CacheMiss, cacheMissTokens: r.CacheMissTokens}
 	}
 	for _, k := range st.DoneTools {
 		a.doneTools.add(k)

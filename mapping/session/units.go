@@ -1,6 +1,7 @@
 package session
 
 import (
+	"slices"
 	"time"
 
 	"github.com/claude-transcript-exporter/claude-transcript-exporter/mapping/transcript"
@@ -87,6 +88,55 @@ func (t Tokens) IsZero() bool { return t == Tokens{} }
 // semantic conventions call input tokens.
 func (t Tokens) InputTotal() int64 { return t.Input + t.CacheRead + t.CacheWrite5m + t.CacheWrite1h }
 
+// AdvisorTokensOf sums a line's advisor iterations by model, in the
+// order the models first appear.
+func AdvisorTokensOf(its []transcript.AdvisorUsage) []ModelTokens {
+	var out []ModelTokens
+	for _, it := range its {
+		u := transcript.Usage{Input: it.Input, Output: it.Output, CacheRead: it.CacheRead,
+			CacheCreation: it.CacheCreation, Ephemeral5m: it.Ephemeral5m, Ephemeral1h: it.Ephemeral1h}
+		t := TokensOf(u)
+		i := slices.IndexFunc(out, func(m ModelTokens) bool { return m.Model == it.Model })
+		if i < 0 {
+			out = append(out, ModelTokens{Model: it.Model, Tokens: t})
+			continue
+		}
+		out[i].Tokens = out[i].Tokens.Add(t)
+	}
+	return out
+}
+
+// ModelTokens are tokens spent under one model.
+type ModelTokens struct {
+	Model  string
+	Tokens Tokens
+}
+
+// Spenders: who spent a request's tokens (Attribution.Spender). A
+// subagent's is SpenderSubagentPrefix and its agent type.
+const (
+	SpenderMain           = "main"
+	SpenderWarmup         = "warmup"
+	SpenderCompaction     = "compaction"
+	SpenderInternal       = "internal"
+	SpenderSubagentPrefix = "subagent:"
+)
+
+// Attribution says who spent a request and how it is priced: the values,
+// besides project and model, that a request is counted under and that a
+// later, better copy of it is counted under too.
+type Attribution struct {
+	// Spender is main, warmup, compaction, internal (other forks Claude
+	// Code runs for itself) or subagent:<agent type>; "" for requests
+	// restored from a state written before it was recorded.
+	Spender string
+	// Skill, Plugin and Effort are attributionSkill, attributionPlugin
+	// and effort of the request's lines ("" when absent).
+	Skill, Plugin, Effort string
+	// Speed and Geo are usage.speed and usage.inference_geo.
+	Speed, Geo string
+}
+
 // Where says where a unit sits: its session, its subagent (empty in the
 // main conversation), and its turn (the prompt uuid; empty before the
 // first prompt and inside subagents).
@@ -109,6 +159,15 @@ type Request struct {
 	Model      string
 	StopReason string // "" when the transcript never said
 	Tokens     Tokens
+	Attribution
+	// Advisor holds the tokens of the advisor tool's inferences in this
+	// request, by the advisor's model: not in Tokens, billed apart.
+	Advisor []ModelTokens
+	// CacheMiss is why the prompt cache missed for this request ("" when
+	// the transcript does not say) and CacheMissTokens the input tokens
+	// the miss re-billed (0 when not said).
+	CacheMiss       string
+	CacheMissTokens int64
 	// Start is the time of the record that triggered the request (its
 	// parent), End the time of its last line.
 	Start, End time.Time
@@ -130,6 +189,17 @@ type RequestUpdate struct {
 	MessageID string
 	Model     string
 	Delta     Tokens
+	// Attribution is the request's, as first counted.
+	Attribution
+	// Before is what was counted before this update (Before + Delta is
+	// the request's count now), and Day the UTC day of the request (Unix
+	// days; 0 when unknown): a price that depends on the whole request
+	// or its date is taken as price(Before+Delta) - price(Before).
+	Before Tokens
+	Day    int32
+	// Advisor is set when the update is of the advisor's inferences in
+	// the request (Model is then the advisor's).
+	Advisor bool
 }
 
 // Outcome of a tool call.
