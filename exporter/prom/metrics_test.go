@@ -101,3 +101,39 @@ func TestDecodeErrorReasonsArePreRegistered(t *testing.T) {
 		t.Fatalf("decode error series = %d, want 5 (one per reason, at zero)", n)
 	}
 }
+
+// TestStateSavedBeforeSpenderRestoresAsUnknown: a state file written
+// before tokens_total and cost_usd_total had a spender label restores
+// those counts under spender="unknown", neither failing nor lowering them;
+// a family saved with a wrong label count still fails.
+func TestStateSavedBeforeSpenderRestoresAsUnknown(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	m := NewMetrics(reg, time.Minute, time.Now)
+	old := State{
+		name("tokens_total"):   {{Labels: []string{"claude-opus-4-6", "output", "repo"}, Value: 40}},
+		name("cost_usd_total"): {{Labels: []string{"claude-opus-4-6", "repo"}, Value: 1.5}},
+	}
+	if err := m.Restore(old); err != nil {
+		t.Fatal(err)
+	}
+	m.AddTokens("claude-opus-4-6", "output", "repo", "main", 2)
+	want := `
+# HELP claude_transcript_cost_usd_total Estimated cost in USD at list prices (embedded dated price table or --pricing.file), by model and spender (as tokens_total).
+# TYPE claude_transcript_cost_usd_total counter
+claude_transcript_cost_usd_total{model="claude-opus-4-6",project="repo",spender="unknown"} 1.5
+`
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), name("cost_usd_total")); err != nil {
+		t.Error(err)
+	}
+	got := map[string]float64{}
+	for _, s := range m.State()[name("tokens_total")] {
+		got[strings.Join(s.Labels, "|")] = s.Value
+	}
+	if got["claude-opus-4-6|output|repo|unknown"] != 40 || got["claude-opus-4-6|output|repo|main"] != 2 || len(got) != 2 {
+		t.Errorf("tokens after restore = %v", got)
+	}
+	bad := State{name("requests_total"): {{Labels: []string{"claude-opus-4-6", "repo"}, Value: 1}}}
+	if err := NewMetrics(prometheus.NewRegistry(), time.Minute, time.Now).Restore(bad); err == nil {
+		t.Error("a family without an added label restored with a missing label value")
+	}
+}

@@ -179,3 +179,50 @@ func TestCompactionPreTokensOutsideTheCapAreNotObserved(t *testing.T) {
 		}
 	}
 }
+
+// TestMapperSplitsBySpenderAndAttribution: a request's tokens and cost
+// count once under its spender and once under its attributes; advisor
+// tokens under the advisor's model with the request's spender; a cache
+// miss once with its tokens; an unrecorded spender is unknown; skill
+// names past the bound are other.
+func TestMapperSplitsBySpenderAndAttribution(t *testing.T) {
+	r := newRec()
+	m := NewMapper(Config{MaxAttribution: 1}, r)
+	m.Request(&session.Request{Model: "claude-opus-4-6", Tokens: session.Tokens{Input: 10, Output: 20},
+		Attribution: session.Attribution{Spender: "subagent:Explore", Skill: "deep-research", Effort: "high", Speed: "fast"},
+		Advisor:     []session.ModelTokens{{Model: "claude-opus-4-5", Tokens: session.Tokens{Output: 5}}},
+		CacheMiss:   "tools_changed", CacheMissTokens: 700})
+	m.Request(&session.Request{Model: "claude-opus-4-6", Tokens: session.Tokens{Output: 1},
+		Attribution: session.Attribution{Spender: "main", Skill: "second-skill"}})
+	m.RequestUpdate(&session.RequestUpdate{Model: "claude-opus-4-6", Delta: session.Tokens{Output: 2}})
+
+	wantSpend := map[string]int64{"subagent:Explore|output": 25, "subagent:Explore|input": 10, "main|output": 1, "unknown|output": 2}
+	for k, n := range wantSpend {
+		if r.spenders[k] != n {
+			t.Errorf("tokens[%s] = %d, want %d", k, r.spenders[k], n)
+		}
+	}
+	if r.tokens["claude-opus-4-5|output|"+m.Project("")] != 5 {
+		t.Errorf("advisor tokens not under the advisor's model: %v", r.tokens)
+	}
+	var attr int64
+	for a, n := range r.attrTokens {
+		attr += n
+		if a.Skill == "second-skill" {
+			t.Errorf("skill past the bound kept its name: %+v", a)
+		}
+	}
+	if attr != 10+25+1+2 {
+		t.Errorf("attributed tokens = %d, want every token once (38)", attr)
+	}
+	if r.attrTokens[Attributes{Skill: "deep-research", Plugin: NoneValue, Effort: "high", Speed: "fast"}] != 35 ||
+		r.attrTokens[Attributes{Skill: OtherValue, Plugin: NoneValue, Effort: NoneValue, Speed: "standard"}] != 1 {
+		t.Errorf("attributed = %v", r.attrTokens)
+	}
+	if math.Abs(r.attrCost-r.cost) > 1e-12 || r.cost == 0 {
+		t.Errorf("attributed cost %v != cost %v", r.attrCost, r.cost)
+	}
+	if r.misses["tools_changed|claude-opus-4-6"] != 1 || r.missed["tools_changed|claude-opus-4-6"] != 700 || len(r.misses) != 1 {
+		t.Errorf("cache misses = %v %v", r.misses, r.missed)
+	}
+}

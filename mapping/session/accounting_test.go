@@ -1,0 +1,140 @@
+package session
+
+import (
+	"encoding/json"
+	"testing"
+)
+
+// withUsage returns an assistant line with extra usage fields and message
+// fields set (iterations, speed, diagnostics...).
+func withUsage(t *testing.T, line string, usage, msg, rec map[string]any) string {
+	t.Helper()
+	var m map[string]any
+	if err := json.Unmarshal([]byte(line), &m); err != nil {
+		t.Fatal(err)
+	}
+	mm := m["message"].(map[string]any)
+	u := mm["usage"].(map[string]any)
+	for k, v := range usage {
+		u[k] = v
+	}
+	for k, v := range msg {
+		mm[k] = v
+	}
+	for k, v := range rec {
+		m[k] = v
+	}
+	return mustJSON(m)
+}
+
+func advisorIt(model string, in, out int64) map[string]any {
+	return map[string]any{"type": "advisor_message", "model": model, "input_tokens": in, "output_tokens": out}
+}
+
+// TestAdvisorTokensFollowTheWinningCopy: advisor iterations count under
+// the advisor's model from the request's winning line; a better copy read
+// after the request was emitted adds only the difference, under the
+// labels the request was first counted with; iterations of type message
+// are never added.
+func TestAdvisorTokensFollowTheWinningCopy(t *testing.T) {
+	line := func(uuid, session string, out, advOut int64, extra ...map[string]any) string {
+		its := []any{map[string]any{"type": "message", "input_tokens": 3, "output_tokens": out}, advisorIt("claude-opus-5", 900, advOut)}
+		for _, e := range extra {
+			its = append(its, e)
+		}
+		return withUsage(t, A{UUID: uuid, Parent: "u1", Session: session, Sec: 1, Msg: "msg_1", Req: "req_1", In: 3, Out: out, Stop: "end_turn"}.String(),
+			map[string]any{"iterations": its, "speed": "fast", "inference_geo": "us"},
+			map[string]any{"diagnostics": map[string]any{"cache_miss_reason": map[string]any{"type": "tools_changed", "cache_missed_input_tokens": 500}}},
+			map[string]any{"attributionSkill": "deep-research", "effort": "high"})
+	}
+	f := newFeeder(t, Config{})
+	f.files(at(0), file{sessionPath(sessA), []string{
+		U{UUID: "u1", Sec: 0, Text: "Plan the refactor."}.String(),
+		line("a1", sessA, 40, 10),
+	}})
+	f.flush(at(4), false) // the request is complete (stop_reason): emitted
+	// A resumed copy with more output, a bigger advisor reply and a second
+	// advisor model.
+	f.files(at(5), file{sessionPath(sessB), []string{
+		U{UUID: "u1", Session: sessB, Sec: 0, Text: "Plan the refactor."}.String(),
+		line("a1", sessB, 60, 50, advisorIt("claude-opus-4-8", 100, 7)),
+	}})
+	f.flush(at(5), true)
+
+	r := one(t, "request", f.log.requestsOf("msg_1"))
+	if r.Tokens.Output != 40 || r.Tokens.Input != 3 {
+		t.Errorf("request tokens = %+v, want the top-level usage only", r.Tokens)
+	}
+	if len(r.Advisor) != 1 || r.Advisor[0] != (ModelTokens{Model: "claude-opus-5", Tokens: Tokens{Input: 900, Output: 10}}) {
+		t.Errorf("advisor = %+v", r.Advisor)
+	}
+	wantAttr := Attribution{Spender: SpenderMain, Skill: "deep-research", Effort: "high", Speed: "fast", Geo: "us"}
+	if r.Attribution != wantAttr {
+		t.Errorf("attribution = %+v, want %+v", r.Attribution, wantAttr)
+	}
+	if r.CacheMiss != "tools_changed" || r.CacheMissTokens != 500 {
+		t.Errorf("cache miss = %q %d", r.CacheMiss, r.CacheMissTokens)
+	}
+	got := map[string]RequestUpdate{}
+	for _, u := range f.log.updates {
+		got[u.Model] = u
+	}
+	if len(got) != 3 {
+		t.Fatalf("updates = %+v, want one per model", f.log.updates)
+	}
+	checks := []struct {
+		model   string
+		delta   Tokens
+		before  Tokens
+		advisor bool
+	}{
+		{modelSonnet, Tokens{Output: 20}, Tokens{Input: 3, Output: 40}, false},
+		{"claude-opus-5", Tokens{Output: 40}, Tokens{Input: 900, Output: 10}, true},
+		{"claude-opus-4-8", Tokens{Input: 100, Output: 7}, Tokens{}, true},
+	}
+	for _, c := range checks {
+		u := got[c.model]
+		if u.Delta != c.delta || u.Before != c.before || u.Advisor != c.advisor || u.Attribution != wantAttr ||
+			u.Day != DayOf(at(1)) || u.Project != r.Project {
+			t.Errorf("%s update = %+v, want delta %+v before %+v advisor %v", c.model, u, c.delta, c.before, c.advisor)
+		}
+	}
+}
+
+// TestSpenderOfEachThread: who spent a request, by the thread it is
+// read in.
+func TestSpenderOfEachThread(t *testing.T) {
+	sub := func(agent string, sec int, prompt, msg string) file {
+		return file{subagentPath(sessA, agent), []string{
+			U{UUID: agent + "-u", Sec: sec, Agent: agent, Text: prompt}.String(),
+			A{UUID: agent + "-a", Parent: agent + "-u", Sec: sec + 1, Msg: msg, Agent: agent, Out: 5, Stop: "end_turn"}.String(),
+		}}
+	}
+	log, _ := runWithMeta(t, map[string]subagentMeta{subagentPath(sessA, "ameta0000000000000"): {agentType: "code-reviewer"}},
+		file{sessionPath(sessA), []string{
+			U{UUID: "u1", Sec: 0, Text: "Go."}.String(),
+			A{UUID: "a1", Parent: "u1", Sec: 1, Msg: "msg_main", Out: 5, Stop: "tool_use", Blocks: blocks(taskUseB("toolu_T", "Explore", "Look"))}.String(),
+			U{UUID: "u2", Parent: "a1", Sec: 30, Blocks: blocks(toolResultB("toolu_T", false)), ToolUseResult: taskResult("atask0000000000000", "")}.String(),
+		}},
+		sub("atask0000000000000", 2, "Look around.", "msg_task"),
+		sub("ameta0000000000000", 2, "Review.", "msg_meta"),
+		sub("awarm0000000000000", 2, "Warmup", "msg_warm"),
+		sub("acompact-0123456789abcdef", 40, "Summarize.", "msg_compact"),
+		sub("aprompt_suggestion-0123456789abcdef", 50, "Suggest.", "msg_sugg"),
+		sub("aorphan00000000000", 60, "Who am I?", "msg_orphan"),
+	)
+	want := map[string]string{
+		"msg_main":    SpenderMain,
+		"msg_task":    SpenderSubagentPrefix + "Explore",
+		"msg_meta":    SpenderSubagentPrefix + "code-reviewer",
+		"msg_warm":    SpenderWarmup,
+		"msg_compact": SpenderCompaction,
+		"msg_sugg":    SpenderInternal,
+		"msg_orphan":  SpenderSubagentPrefix + "unknown",
+	}
+	for msg, spender := range want {
+		if r := one(t, msg, log.requestsOf(msg)); r.Spender != spender {
+			t.Errorf("%s: spender %q, want %q", msg, r.Spender, spender)
+		}
+	}
+}
