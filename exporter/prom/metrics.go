@@ -22,7 +22,7 @@ const Namespace = "claude_transcript"
 type Metrics struct {
 	tokens, requests, cost, unpriced, toolCalls, compactions *vec
 	webSearches, attrTokens, attrCost, cacheMisses           *vec
-	cacheMissTokens                                          *vec
+	cacheMissTokens, activeTime                              *vec
 	subagents, warmups, sessions, turns, apiErrors           *vec
 	toolDuration, preTokens                                  *vec
 	lastActivity                                             *vec
@@ -91,6 +91,9 @@ func NewMetrics(reg prometheus.Registerer, activeWindow time.Duration, now func(
 			"Warmup subagents (their tokens are in tokens_total).", c, nil, "project"),
 		sessions: newVec(name("sessions_total"),
 			"Sessions seen (main transcripts with at least one message).", c, nil, "project"),
+		activeTime: newVec(name("active_time_seconds_total"),
+			"Active time by type: cli is Claude working on a turn (prompt to its last main-thread record), user the time between a turn's end and the next prompt, each gap capped at 5 minutes.",
+			c, nil, "type", "project"),
 		turns: newVec(name("turns_total"),
 			"Human prompts (turns); commands, tool results, meta and compact summaries excluded.", c, nil, "project"),
 		apiErrors: newVec(name("api_errors_total"),
@@ -115,7 +118,7 @@ func NewMetrics(reg prometheus.Registerer, activeWindow time.Duration, now func(
 func (m *Metrics) vecs() []*vec {
 	return []*vec{m.tokens, m.requests, m.cost, m.unpriced, m.webSearches, m.toolCalls, m.toolDuration, m.compactions,
 		m.preTokens, m.subagents, m.warmups, m.sessions, m.turns, m.apiErrors, m.lastActivity,
-		m.attrTokens, m.attrCost, m.cacheMisses, m.cacheMissTokens}
+		m.attrTokens, m.attrCost, m.cacheMisses, m.cacheMissTokens, m.activeTime}
 }
 
 // State is the saved value of every usage series, by metric name.
@@ -156,6 +159,11 @@ func (m *Metrics) AddAttributedTokens(a metrics.Attributes, typ, project string,
 // AddAttributedCost implements metrics.Observer.
 func (m *Metrics) AddAttributedCost(a metrics.Attributes, project string, usd float64) {
 	m.attrCost.add(usd, a.Skill, a.Plugin, a.Effort, a.Speed, project)
+}
+
+// AddActiveTime implements metrics.Observer.
+func (m *Metrics) AddActiveTime(typ, project string, seconds float64) {
+	m.activeTime.add(seconds, typ, project)
 }
 
 // AddCacheMiss implements metrics.Observer.

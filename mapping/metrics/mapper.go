@@ -47,6 +47,9 @@ type Observer interface {
 	AddWarmupAgent(project string)
 	AddSession(project string)
 	AddTurn(project string)
+	// AddActiveTime adds seconds of active time: typ is cli (Claude
+	// working on a turn) or user (the user between turns).
+	AddActiveTime(typ, project string, seconds float64)
 	AddAPIError(kind, project string)
 	// Activity reports a session's newest record time, for the active
 	// sessions gauge and the last-activity gauge.
@@ -202,9 +205,29 @@ func (m *Mapper) Session(s *session.Session) {
 	}
 }
 
-// Turn implements session.Sink.
+// UserTimeCap bounds the user time counted between two turns: a longer
+// gap is someone away, not at work, and counts as this much.
+const UserTimeCap = 5 * time.Minute
+
+// Active time types (the type label of active_time_seconds_total), as
+// Claude Code's own active_time.total names them.
+const (
+	ActiveCLI  = "cli"
+	ActiveUser = "user"
+)
+
+// Turn implements session.Sink. Active time: Claude's (cli) is the turn
+// from its prompt to its last main-thread record; the user's is the gap
+// from the previous turn's end to this prompt, capped at UserTimeCap.
 func (m *Mapper) Turn(t *session.Turn) {
-	m.obs.AddTurn(m.Project(t.Project))
+	p := m.Project(t.Project)
+	m.obs.AddTurn(p)
+	if !t.Start.IsZero() && t.End.After(t.Start) {
+		m.obs.AddActiveTime(ActiveCLI, p, t.End.Sub(t.Start).Seconds())
+	}
+	if t.SincePrevious > 0 {
+		m.obs.AddActiveTime(ActiveUser, p, min(t.SincePrevious, UserTimeCap).Seconds())
+	}
 }
 
 // Request implements session.Sink.

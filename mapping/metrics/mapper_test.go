@@ -29,6 +29,7 @@ type rec struct {
 	attrCost    float64
 	misses      map[string]int64 // reason|model -> misses
 	missed      map[string]int64 // reason|model -> tokens
+	active      map[string]float64
 }
 
 func newRec() *rec {
@@ -62,8 +63,14 @@ func (r *rec) AddSubagent(t, p string)                        { r.agents[t+"|"+p
 func (r *rec) AddWarmupAgent(string)                          { r.warmups++ }
 func (r *rec) AddSession(p string)                            { r.sessions[p]++ }
 func (r *rec) AddTurn(string)                                 {}
-func (r *rec) AddAPIError(string, string)                     {}
-func (r *rec) Activity(string, string, time.Time)             {}
+func (r *rec) AddActiveTime(typ, _ string, s float64) {
+	if r.active == nil {
+		r.active = map[string]float64{}
+	}
+	r.active[typ] += s
+}
+func (r *rec) AddAPIError(string, string)         {}
+func (r *rec) Activity(string, string, time.Time) {}
 
 func TestProjectLabelModes(t *testing.T) {
 	cases := []struct {
@@ -224,5 +231,31 @@ func TestMapperSplitsBySpenderAndAttribution(t *testing.T) {
 	}
 	if r.misses["tools_changed|claude-opus-4-6"] != 1 || r.missed["tools_changed|claude-opus-4-6"] != 700 || len(r.misses) != 1 {
 		t.Errorf("cache misses = %v %v", r.misses, r.missed)
+	}
+}
+
+// TestActiveTimeSplitsClaudeAndUser: Claude's time is each turn from
+// prompt to last record; the user's the gap before a prompt, capped.
+func TestActiveTimeSplitsClaudeAndUser(t *testing.T) {
+	t0 := time.Date(2026, 11, 20, 10, 0, 0, 0, time.UTC)
+	cases := []struct {
+		name      string
+		turn      session.Turn
+		cli, user float64
+	}{
+		{"first turn", session.Turn{Start: t0, End: t0.Add(90 * time.Second)}, 90, 0},
+		{"short gap counts whole", session.Turn{Start: t0, End: t0.Add(10 * time.Second), SincePrevious: 40 * time.Second}, 10, 40},
+		{"long gap is capped", session.Turn{Start: t0, End: t0.Add(time.Second), SincePrevious: 3 * time.Hour}, 1, UserTimeCap.Seconds()},
+		{"no end after start", session.Turn{Start: t0, End: t0}, 0, 0},
+		{"unknown start", session.Turn{End: t0}, 0, 0},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			r := newRec()
+			NewMapper(Config{}, r).Turn(&tc.turn)
+			if r.active[ActiveCLI] != tc.cli || r.active[ActiveUser] != tc.user {
+				t.Errorf("active = %v, want cli %v user %v", r.active, tc.cli, tc.user)
+			}
+		})
 	}
 }

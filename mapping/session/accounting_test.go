@@ -3,6 +3,7 @@ package session
 import (
 	"encoding/json"
 	"testing"
+	"time"
 )
 
 // withUsage returns an assistant line with extra usage fields and message
@@ -136,5 +137,25 @@ func TestSpenderOfEachThread(t *testing.T) {
 		if r := one(t, msg, log.requestsOf(msg)); r.Spender != spender {
 			t.Errorf("%s: spender %q, want %q", msg, r.Spender, spender)
 		}
+	}
+}
+
+// TestTurnKnowsTheGapBeforeIt: SincePrevious is the time from the end of
+// the previous turn (its last main-thread record) to the prompt.
+func TestTurnKnowsTheGapBeforeIt(t *testing.T) {
+	log, _ := run(t, file{sessionPath(sessA), []string{
+		U{UUID: "u1", Sec: 0, Text: "First."}.String(),
+		A{UUID: "a1", Parent: "u1", Sec: 20, Msg: "msg_1", Out: 5, Stop: "end_turn"}.String(),
+		U{UUID: "u2", Parent: "a1", Sec: 80, Text: "Second."}.String(),
+		A{UUID: "a2", Parent: "u2", Sec: 95, Msg: "msg_2", Out: 5, Stop: "end_turn"}.String(),
+	}})
+	if len(log.turns) != 2 {
+		t.Fatalf("turns = %+v", log.turns)
+	}
+	if log.turns[0].SincePrevious != 0 || log.turns[1].SincePrevious != 60*time.Second {
+		t.Errorf("SincePrevious = %v, %v; want 0, 60s", log.turns[0].SincePrevious, log.turns[1].SincePrevious)
+	}
+	if d := log.turns[1].End.Sub(log.turns[1].Start); d != 15*time.Second {
+		t.Errorf("second turn lasts %v, want 15s", d)
 	}
 }

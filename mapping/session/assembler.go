@@ -711,17 +711,22 @@ func (a *Assembler) user(c *ctxState, r *transcript.Record, now time.Time) {
 	}
 	if c.agent == nil && IsHumanPrompt(r) && r.UUID != "" && a.firstSeen(keyPrompt, r.UUID) {
 		s := c.sess
+		var since time.Duration
 		if s.turn != nil {
 			a.sink.Turn(s.turn)
+			if !s.turn.End.IsZero() && !r.Timestamp.IsZero() && r.Timestamp.After(s.turn.End) {
+				since = r.Timestamp.Sub(s.turn.End)
+			}
 		}
 		s.turns++
 		s.turn = &Turn{
-			Where:      Where{SessionID: s.id, Project: a.project(s), TurnID: r.UUID},
-			PromptUUID: r.UUID,
-			Number:     s.turns,
-			Start:      r.Timestamp,
-			End:        r.Timestamp,
-			Prompt:     m.Text,
+			Where:         Where{SessionID: s.id, Project: a.project(s), TurnID: r.UUID},
+			PromptUUID:    r.UUID,
+			Number:        s.turns,
+			Start:         r.Timestamp,
+			End:           r.Timestamp,
+			Prompt:        m.Text,
+			SincePrevious: since,
 		}
 	}
 	c.remember(r.UUID, r.Timestamp, "")

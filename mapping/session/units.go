@@ -254,6 +254,10 @@ type Turn struct {
 	Start, End time.Time
 	Prompt     string // capture only
 	Requests   int
+	// SincePrevious is the time from the end of the session's previous
+	// turn (its last main-thread record) to this prompt; 0 for the first
+	// turn, or when either time is unknown or out of order.
+	SincePrevious time.Duration
 }
 
 // Session is emitted once when a session is first seen (Start set, End
