@@ -120,7 +120,9 @@ func splitCorpus(t *testing.T) *corpusSplit {
 	t.Helper()
 	dst := t.TempDir()
 	cs := &corpusSplit{tails: map[string][]byte{}}
-	for _, tree := range testbackend.CorpusTrees(t) {
+	// The synthetic trees hold what no real one does (fast mode, advisor
+	// calls, web searches): panels of those show data from them.
+	for _, tree := range append(testbackend.CorpusTrees(t), testbackend.SyntheticTrees(t)...) {
 		out := filepath.Join(dst, filepath.Base(tree))
 		cs.Dirs = append(cs.Dirs, out)
 		err := filepath.WalkDir(tree, func(path string, d fs.DirEntry, err error) error {

@@ -52,6 +52,18 @@ func CorpusTrees(t testing.TB) []string {
 	return subdirs(t, CorpusDir(t))
 }
 
+// SyntheticTrees returns the trees of testdata/synthetic: hand-built,
+// documented shapes of cases the real corpus does not hold
+// (testdata/synthetic/README.md).
+func SyntheticTrees(t testing.TB) []string {
+	t.Helper()
+	trees := subdirs(t, filepath.Join(RepoRoot(t), "testdata", "synthetic"))
+	if len(trees) == 0 {
+		t.Fatal("no synthetic trees under testdata/synthetic")
+	}
+	return trees
+}
+
 // SharedCorpus returns the real, not anonymized, corpus the anonymized one
 // was made from: $CTE_SHARED_DIR/corpus/real, else ../shared/corpus/real
 // beside the repository. It is an optional extra: ok is false when it is
