@@ -340,6 +340,9 @@ func (b *Builder) Request(u *session.Request) {
 	}
 	t := u.Tokens
 	s.total.add(b, u.Model, t)
+	for _, adv := range u.Advisor {
+		s.total.addAdvisor(b, adv)
+	}
 	if u.TurnID != "" {
 		tt := s.turnTotal[u.TurnID]
 		if _, done := s.turnsDone[u.TurnID]; !done && tt == nil {
@@ -348,6 +351,9 @@ func (b *Builder) Request(u *session.Request) {
 		}
 		if tt != nil {
 			tt.add(b, u.Model, t)
+			for _, adv := range u.Advisor {
+				tt.addAdvisor(b, adv)
+			}
 		}
 	}
 	attrs := make([]Attr, 0, 20)
@@ -365,7 +371,16 @@ func (b *Builder) Request(u *session.Request) {
 	}
 	attrs = usageAttrs(attrs, t)
 	if b.cfg.Price != nil {
-		if usd, ok := b.cfg.Price(u.Model, t); ok {
+		// The request's cost includes its advisor's inferences (billed
+		// under the advisor's model); unpriced parts are left out.
+		usd, priced := b.cfg.Price(u.Model, t)
+		for _, adv := range u.Advisor {
+			if a, ok := b.cfg.Price(adv.Model, adv.Tokens); ok {
+				usd += a
+				priced = true
+			}
+		}
+		if priced {
 			attrs = append(attrs, Float(AttrCostUSD, usd))
 		}
 	}
@@ -375,6 +390,7 @@ func (b *Builder) Request(u *session.Request) {
 	if u.AgentID != "" {
 		attrs = append(attrs, String(AttrAgentID, u.AgentID))
 	}
+	attrs = requestAttrs(attrs, u)
 	var text, thinking string
 	if b.cfg.Capture.Responses {
 		text = b.cut(u.Text)
@@ -495,4 +511,34 @@ func (b *Builder) Compaction(u *session.Compaction) {
 		),
 	}
 	b.send(s, sc, sp)
+}
+
+// requestAttrs adds who spent a request and how it was made, why its
+// prompt cache missed, and its advisor's tokens (summed over advisor
+// models; the model named is the first).
+func requestAttrs(attrs []Attr, u *session.Request) []Attr {
+	if u.Spender != "" {
+		attrs = append(attrs, String(AttrSpender, u.Spender))
+	}
+	speed := u.Speed
+	if speed == "standard" {
+		speed = "" // the usual: only a modifier is worth an attribute
+	}
+	for _, kv := range [...]struct{ k, v string }{{AttrSpeed, speed}, {AttrEffort, u.Effort}, {AttrSkill, u.Skill}, {AttrPlugin, u.Plugin}} {
+		if kv.v != "" {
+			attrs = append(attrs, String(kv.k, kv.v))
+		}
+	}
+	if u.CacheMiss != "" {
+		attrs = append(attrs, String(AttrCacheMissReason, u.CacheMiss), Int(AttrCacheMissTokens, u.CacheMissTokens))
+	}
+	if len(u.Advisor) > 0 {
+		var t session.Tokens
+		for _, a := range u.Advisor {
+			t = t.Add(a.Tokens)
+		}
+		attrs = append(attrs, String(AttrAdvisorModel, u.Advisor[0].Model), Int(AttrAdvisorInputTotal, t.InputTotal()),
+			Int(AttrAdvisorOutput, t.Output))
+	}
+	return attrs
 }

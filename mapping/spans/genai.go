@@ -72,6 +72,18 @@ func (t *totals) add(b *Builder, model string, tok session.Tokens) {
 	t.requests++
 }
 
+// addAdvisor adds a request's advisor tokens: spent, not a request.
+func (t *totals) addAdvisor(b *Builder, adv session.ModelTokens) {
+	t.tokens = t.tokens.Add(adv.Tokens)
+	if b.cfg.Price != nil {
+		if usd, ok := b.cfg.Price(adv.Model, adv.Tokens); ok {
+			t.usd += usd
+		} else {
+			t.unpriced += adv.Tokens.InputTotal() + adv.Tokens.Output
+		}
+	}
+}
+
 // provider is the provider all the summed requests share, else "".
 func (t *totals) provider() string {
 	if t.mixed {

@@ -62,6 +62,18 @@ const (
 	AttrCompactionPreTokens = "claude_code.compaction.pre_tokens"
 	AttrAPIErrorKind        = "claude_code.api_error.kind"
 	AttrEventsDropped       = "claude_code.events.dropped"
+	// Who spent a request and how it was made (see session.Attribution),
+	// why its prompt cache missed, and its advisor's tokens.
+	AttrSpender           = "claude_code.spender"
+	AttrSpeed             = "claude_code.request.speed"
+	AttrEffort            = "claude_code.request.effort"
+	AttrSkill             = "claude_code.skill.name"
+	AttrPlugin            = "claude_code.plugin.name"
+	AttrCacheMissReason   = "claude_code.cache_miss.reason"
+	AttrCacheMissTokens   = "claude_code.cache_miss.input_tokens"
+	AttrAdvisorModel      = "claude_code.advisor.model"
+	AttrAdvisorOutput     = "claude_code.advisor.output_tokens"
+	AttrAdvisorInputTotal = "claude_code.advisor.input_tokens"
 
 	// Captured content (opt-in per kind with --traces.capture, each cut to
 	// --traces.capture-max-bytes) goes in the GenAI attributes above:
