@@ -61,7 +61,7 @@ func run(args []string) int {
 		"a line with a stop reason counts its request at once.", &cfg.Settle)
 	app.Flag("tail.poll-only", "Do not use file system notifications (NFS, FUSE, Docker Desktop mounts).").BoolVar(&cfg.PollOnly)
 	enumFlag(app, "metrics.project-label", "Project label: none, basename (of the session's working directory) or path (full path).", &cfg.ProjectLabel, "none", "basename", "path")
-	app.Flag("metrics.attribution-limit", "Skill and plugin names that keep a label value of their own on the attributed_* series (the first seen; later names are other).").
+	app.Flag("metrics.attribution-limit", "Skill, plugin and MCP server names that keep a label value of their own on the attributed_* series (the first seen; later names are other).").
 		Default(strconv.Itoa(cfg.AttributionLimit)).IntVar(&cfg.AttributionLimit)
 	app.Flag("pricing.file", "JSON price table replacing the embedded one (same format as mapping/metrics/prices.json).").StringVar(&cfg.PricingFile)
 	durationFlag(app, "sessions.active-window", "A session with a record this recent counts as active.", &cfg.ActiveWindow)

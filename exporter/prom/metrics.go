@@ -61,11 +61,11 @@ func NewMetrics(reg prometheus.Registerer, activeWindow time.Duration, now func(
 			"Estimated cost in USD at list prices (embedded dated price table or --pricing.file), by model and spender (as tokens_total).",
 			c, nil, "model", "project", "spender"),
 		attrTokens: newVec(name("attributed_tokens_total"),
-			"Tokens of API requests by the skill (attributionSkill), plugin (attributionPlugin), effort and speed they were made with (none when absent; skill and plugin names past --metrics.attribution-limit are other), and type.",
-			c, nil, "skill", "plugin", "effort", "speed", "type", "project"),
+			"Tokens of API requests by the skill (attributionSkill), plugin (attributionPlugin), MCP server (attributionMcpServer), effort and speed they were made with (none when absent; skill, plugin and MCP server names past --metrics.attribution-limit are other), and type.",
+			c, nil, "skill", "plugin", "mcp_server", "effort", "speed", "type", "project"),
 		attrCost: newVec(name("attributed_cost_usd_total"),
-			"Estimated cost in USD by skill, plugin, effort and speed (as attributed_tokens_total).",
-			c, nil, "skill", "plugin", "effort", "speed", "project"),
+			"Estimated cost in USD by skill, plugin, MCP server, effort and speed (as attributed_tokens_total).",
+			c, nil, "skill", "plugin", "mcp_server", "effort", "speed", "project"),
 		cacheMisses: newVec(name("cache_misses_total"),
 			"API requests whose prompt cache missed, by the reason the API gave (message.diagnostics.cache_miss_reason.type) and model; one request counts once.",
 			c, nil, "reason", "model", "project"),
@@ -153,12 +153,12 @@ func (m *Metrics) AddTokens(model, typ, project, spender string, n int64) {
 
 // AddAttributedTokens implements metrics.Observer.
 func (m *Metrics) AddAttributedTokens(a metrics.Attributes, typ, project string, n int64) {
-	m.attrTokens.add(float64(n), a.Skill, a.Plugin, a.Effort, a.Speed, typ, project)
+	m.attrTokens.add(float64(n), a.Skill, a.Plugin, a.MCPServer, a.Effort, a.Speed, typ, project)
 }
 
 // AddAttributedCost implements metrics.Observer.
 func (m *Metrics) AddAttributedCost(a metrics.Attributes, project string, usd float64) {
-	m.attrCost.add(usd, a.Skill, a.Plugin, a.Effort, a.Speed, project)
+	m.attrCost.add(usd, a.Skill, a.Plugin, a.MCPServer, a.Effort, a.Speed, project)
 }
 
 // AddActiveTime implements metrics.Observer.

@@ -59,7 +59,7 @@ type Observer interface {
 // Attributes are the label values of the attributed series: what a
 // request was made with. NoneValue stands for absent.
 type Attributes struct {
-	Skill, Plugin, Effort, Speed string
+	Skill, Plugin, MCPServer, Effort, Speed string
 }
 
 // NoneValue is the label value of an attribute a request did not have.
@@ -143,7 +143,7 @@ func (m *Mapper) bound(label, v string) string {
 	l := m.limits[label]
 	if l == nil {
 		max := m.cfg.MaxValues
-		if label == "skill" || label == "plugin" {
+		if label == "skill" || label == "plugin" || label == "mcp_server" {
 			max = m.cfg.MaxAttribution
 		}
 		l = &limiter{max: max, seen: map[string]struct{}{}}
@@ -281,8 +281,9 @@ func (m *Mapper) attributes(a session.Attribution) Attributes {
 	if speed == "" {
 		speed = "standard"
 	}
-	return Attributes{Skill: or("skill", a.Skill), Plugin: or("plugin", a.Plugin), Effort: or("effort", a.Effort),
-		Speed: m.bound("speed", speed)}
+	return Attributes{Skill: or("skill", a.Skill), Plugin: or("plugin", a.Plugin), MCPServer: or("mcp_server", a.MCPServer),
+		Effort: or("effort", a.Effort),
+		Speed:  m.bound("speed", speed)}
 }
 
 func (m *Mapper) tokens(raw, model, project, spender string, attrs Attributes, t session.Tokens) {

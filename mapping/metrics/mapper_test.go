@@ -222,8 +222,8 @@ func TestMapperSplitsBySpenderAndAttribution(t *testing.T) {
 	if attr != 10+25+1+2 {
 		t.Errorf("attributed tokens = %d, want every token once (38)", attr)
 	}
-	if r.attrTokens[Attributes{Skill: "deep-research", Plugin: NoneValue, Effort: "high", Speed: "fast"}] != 35 ||
-		r.attrTokens[Attributes{Skill: OtherValue, Plugin: NoneValue, Effort: NoneValue, Speed: "standard"}] != 1 {
+	if r.attrTokens[Attributes{Skill: "deep-research", Plugin: NoneValue, MCPServer: NoneValue, Effort: "high", Speed: "fast"}] != 35 ||
+		r.attrTokens[Attributes{Skill: OtherValue, Plugin: NoneValue, MCPServer: NoneValue, Effort: NoneValue, Speed: "standard"}] != 1 {
 		t.Errorf("attributed = %v", r.attrTokens)
 	}
 	if math.Abs(r.attrCost-r.cost) > 1e-12 || r.cost == 0 {

@@ -172,6 +172,7 @@ type reqState struct {
 	// skill, plugin and effort are the first a line of the request names;
 	// cacheMiss and cacheMissTokens the first cache-miss reason.
 	skill, plugin, effort string
+	mcpServer             string
 	cacheMiss             string
 	cacheMissTokens       int64
 }
@@ -187,6 +188,9 @@ func (st *reqState) note(r *transcript.Record) {
 	}
 	if st.effort == "" {
 		st.effort = r.Effort
+	}
+	if st.mcpServer == "" {
+		st.mcpServer = r.MCPServer
 	}
 	if st.cacheMiss == "" && r.Message.CacheMiss != "" {
 		st.cacheMiss, st.cacheMissTokens = r.Message.CacheMiss, r.Message.CacheMissTokens
@@ -962,7 +966,7 @@ func (a *Assembler) emitRequest(st *reqState) {
 		end = st.start
 	}
 	attr := Attribution{Spender: a.spender(st.where), Skill: st.skill, Plugin: st.plugin, Effort: st.effort,
-		Speed: st.usage.Speed, Geo: st.usage.Geo}
+		MCPServer: st.mcpServer, Speed: st.usage.Speed, Geo: st.usage.Geo}
 	lab := reqLabels{project: st.where.Project, model: st.model, attr: attr, day: DayOf(laterOf(st.start, end))}
 	a.done.put(idKey(keyRequest, st.msgID), doneReq{counted: counted, out: st.usage.Output, total: st.usage.Total(),
 		lab: a.labels(lab)})

@@ -79,6 +79,7 @@ type RequestState struct {
 	Skill           string                    `json:"sk,omitempty"`
 	Plugin          string                    `json:"pl,omitempty"`
 	Effort          string                    `json:"ef,omitempty"`
+	MCPServer       string                    `json:"mcp,omitempty"`
 	CacheMiss       string                    `json:"cm2,omitempty"`
 	CacheMissTokens int64                     `json:"cmt,omitempty"`
 }
@@ -148,7 +149,7 @@ func (a *Assembler) State() State {
 	for _, r := range a.requests {
 		st.Requests = append(st.Requests, RequestState{Seq: r.seq, Where: r.where, MsgID: r.msgID, Model: r.model, Usage: r.usage,
 			RequestID: r.requestID, Stop: r.stop, Start: r.start, End: r.end, Interrupt: r.interrupt, ToolIDs: r.toolIDs,
-			Advisor: r.advisor, Skill: r.skill, Plugin: r.plugin, Effort: r.effort, CacheMiss: r.cacheMiss, CacheMissTokens: r.cacheMissTokens})
+			Advisor: r.advisor, Skill: r.skill, Plugin: r.plugin, Effort: r.effort, MCPServer: r.mcpServer, CacheMiss: r.cacheMiss, CacheMissTokens: r.cacheMissTokens})
 	}
 	st.Labels = make([]LabelState, len(a.labelList))
 	for i, l := range a.labelList {
@@ -234,7 +235,7 @@ func (a *Assembler) Restore(st State, now time.Time) error {
 		}
 		a.requests[r.MsgID] = &reqState{seq: r.Seq, where: r.Where, msgID: r.MsgID, model: r.Model, usage: r.Usage,
 			requestID: r.RequestID, stop: r.Stop, start: r.Start, end: r.End, lastSeen: now, interrupt: r.Interrupt, toolIDs: r.ToolIDs,
-			advisor: r.Advisor, skill: r.Skill, plugin: r.Plugin, effort: r.Effort, cacheMiss: r.CacheMiss, cacheMissTokens: r.CacheMissTokens}
+			advisor: r.Advisor, skill: r.Skill, plugin: r.Plugin, effort: r.Effort, mcpServer: r.MCPServer, cacheMiss: r.CacheMiss, cacheMissTokens: r.CacheMissTokens}
 	}
 	for _, k := range st.DoneTools {
 		a.doneTools.add(k)

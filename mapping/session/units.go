@@ -133,6 +133,8 @@ type Attribution struct {
 	// Skill, Plugin and Effort are attributionSkill, attributionPlugin
 	// and effort of the request's lines ("" when absent).
 	Skill, Plugin, Effort string
+	// MCPServer is attributionMcpServer ("" when absent).
+	MCPServer string
 	// Speed and Geo are usage.speed and usage.inference_geo.
 	Speed, Geo string
 }

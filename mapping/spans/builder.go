@@ -524,7 +524,7 @@ func requestAttrs(attrs []Attr, u *session.Request) []Attr {
 	if speed == "standard" {
 		speed = "" // the usual: only a modifier is worth an attribute
 	}
-	for _, kv := range [...]struct{ k, v string }{{AttrSpeed, speed}, {AttrEffort, u.Effort}, {AttrSkill, u.Skill}, {AttrPlugin, u.Plugin}} {
+	for _, kv := range [...]struct{ k, v string }{{AttrSpeed, speed}, {AttrEffort, u.Effort}, {AttrSkill, u.Skill}, {AttrPlugin, u.Plugin}, {AttrMCPServer, u.MCPServer}} {
 		if kv.v != "" {
 			attrs = append(attrs, String(kv.k, kv.v))
 		}

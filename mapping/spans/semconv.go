@@ -69,6 +69,7 @@ const (
 	AttrEffort            = "claude_code.request.effort"
 	AttrSkill             = "claude_code.skill.name"
 	AttrPlugin            = "claude_code.plugin.name"
+	AttrMCPServer         = "claude_code.mcp_server.name"
 	AttrCacheMissReason   = "claude_code.cache_miss.reason"
 	AttrCacheMissTokens   = "claude_code.cache_miss.input_tokens"
 	AttrAdvisorModel      = "claude_code.advisor.model"

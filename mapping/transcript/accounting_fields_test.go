@@ -11,11 +11,11 @@ import (
 // diagnostics.cache_miss_reason, attributionSkill/Plugin and effort.
 func TestDecodeAccountingFields(t *testing.T) {
 	type want struct {
-		speed, geo, miss, skill, plugin, effort string
-		missTokens                              int64
-		advisor                                 []AdvisorUsage
-		problem                                 UsageProblem
-		input                                   int64
+		speed, geo, miss, skill, plugin, effort, mcp string
+		missTokens                                   int64
+		advisor                                      []AdvisorUsage
+		problem                                      UsageProblem
+		input                                        int64
 	}
 	const pre = `{"type":"assistant","uuid":"u","message":{"id":"m","model":"claude-opus-4-7","usage":`
 	cases := []struct {
@@ -45,8 +45,8 @@ func TestDecodeAccountingFields(t *testing.T) {
 			want{miss: "unavailable"}},
 		{"diagnostics without a reason type", pre + `{},"diagnostics":{"cache_miss_reason":{"cache_missed_input_tokens":5}}}}`, want{}},
 		{"diagnostics of other shapes", pre + `{},"diagnostics":[1]}}`, want{}},
-		{"attribution", `{"type":"assistant","attributionSkill":"deep-research","attributionPlugin":"p@m","effort":"high","message":{"id":"m"}}`,
-			want{skill: "deep-research", plugin: "p@m", effort: "high"}},
+		{"attribution", `{"type":"assistant","attributionSkill":"deep-research","attributionPlugin":"p@m","effort":"high","attributionMcpServer":"Drafts","message":{"id":"m"}}`,
+			want{skill: "deep-research", plugin: "p@m", effort: "high", mcp: "Drafts"}},
 		{"attribution not strings", `{"type":"assistant","attributionSkill":7,"attributionPlugin":null,"effort":{"x":1},"message":{"id":"m"}}`, want{}},
 		{"long names are cut", `{"type":"assistant","attributionSkill":"` + strings.Repeat("s", 500) + `","message":{"id":"m"}}`,
 			want{skill: strings.Repeat("s", LabelMax)}},
@@ -62,6 +62,7 @@ func TestDecodeAccountingFields(t *testing.T) {
 			eq(t, "Skill", r.Skill, tc.want.skill)
 			eq(t, "Plugin", r.Plugin, tc.want.plugin)
 			eq(t, "Effort", r.Effort, tc.want.effort)
+			eq(t, "MCPServer", r.MCPServer, tc.want.mcp)
 			eq(t, "Problem", m.Usage.Problem, tc.want.problem)
 			eq(t, "Input", m.Usage.Input, tc.want.input)
 			if !slices.Equal(m.Advisor, tc.want.advisor) {

@@ -289,6 +289,8 @@ func (d *Decoder) record(b []byte, i int, r *Record) (int, error) {
 			r.Plugin, next, err = d.label(b, v)
 		case "effort":
 			r.Effort, next, err = d.label(b, v)
+		case "attributionMcpServer":
+			r.MCPServer, next, err = d.label(b, v)
 		case "customTitle", "aiTitle", "agentName":
 			if v < len(b) && b[v] == '"' {
 				raw, n, e := readLong(b, v)
@@ -316,7 +318,7 @@ func knownSkippedKey(key []byte) bool {
 	case "userType", "entrypoint", "permissionMode", "toolEndsTurn", "thinkingMetadata",
 		"todos", "promptSource", "origin", "imagePasteIds", "mcpMeta", "planContent",
 		"toolDenialKind", "sourceToolAssistantUUID", "attributionAgent",
-		"attributionMcpServer", "attributionMcpTool", "snapshot", "messageId",
+		"attributionMcpTool", "snapshot", "messageId",
 		"isSnapshotUpdate", "operation", "attachment", "lastPrompt", "mode", "key",
 		"result", "summary", "retryInMs", "retryAttempt", "maxRetries", "messageCount",
 		"hookCount", "hookInfos", "hookErrors", "preventedContinuation", "stopReason",

@@ -283,6 +283,9 @@ type Record struct {
 	Skill  string
 	Plugin string
 	Effort string
+	// MCPServer is attributionMcpServer: the MCP server whose tool the
+	// request answers.
+	MCPServer string
 
 	Cwd       string
 	GitBranch string
