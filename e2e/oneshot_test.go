@@ -164,8 +164,8 @@ func tokenTotals(t *indepcount.Totals) map[string]int64 {
 
 // TestOneshotInGroupsMatchesGoldens reads every tree with the smallest
 // backfill group, so that the pipeline settles and closes sessions after
-// every file: the exposition is the golden one (float sums such as costs
-// and durations to rounding, as they are added in another order). Closing a session early must
+// every file: the exposition is the golden one (float sums such as costs,
+// active time and durations to rounding, as they are added in another order). Closing a session early must
 // neither lose nor recount anything, nor change a label.
 func TestOneshotInGroupsMatchesGoldens(t *testing.T) {
 	goldDir := filepath.Join(testbackend.RepoRoot(t), "testdata", "oneshot")
@@ -189,7 +189,8 @@ func TestOneshotInGroupsMatchesGoldens(t *testing.T) {
 				wn, wv, _ := strings.Cut(wl[i], " ")
 				g, errG := strconv.ParseFloat(gv, 64)
 				w, errW := strconv.ParseFloat(wv, 64)
-				floatSum := strings.HasPrefix(gn, "claude_transcript_cost_usd_total{") || strings.Contains(gn, "_sum{")
+				floatSum := strings.Contains(gn, "_usd_total{") || strings.HasPrefix(gn, "claude_transcript_active_time_seconds_total{") ||
+					strings.Contains(gn, "_sum{")
 				if !floatSum || gn != wn || errG != nil || errW != nil ||
 					math.Abs(g-w) > 1e-9*math.Max(1, math.Abs(w)) {
 					t.Errorf("line %d:\n got  %s\n want %s", i+1, gl[i], wl[i])
