@@ -260,6 +260,9 @@ func (c activeCollector) Collect(ch chan<- prometheus.Metric) {
 
 // Self holds the exporter's own health metrics.
 type Self struct {
+	// PricingInfo is 1 for the price table in use: its date, where it
+	// comes from (builtin or file) and its format version.
+	PricingInfo        *prometheus.GaugeVec
 	FilesWatched       prometheus.Gauge
 	LinesRead          prometheus.Counter
 	BytesRead          prometheus.Counter
@@ -342,11 +345,14 @@ func NewSelf(reg prometheus.Registerer) *Self {
 			Help: "State file writes that failed (the age keeps growing until one succeeds)."}),
 		SpoolDropped: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "spool_dropped_spans_total",
 			Help: "Spans dropped from the on-disk spool, oldest first, to keep it under --otlp.spool-max-bytes."}),
+		PricingInfo: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: ns, Subsystem: sub, Name: "pricing_info",
+			Help: "The price table in use: its as_of date, source (builtin, or file for --pricing.file) and format version. Models it lacks count in unpriced_tokens_total."},
+			[]string{"as_of", "source", "version"}),
 	}
 	reg.MustRegister(s.FilesWatched, s.LinesRead, s.BytesRead, s.DecodeErrors, s.UnknownRecords, s.UnknownFields, s.InvalidUsage, s.FilesSkipped,
 		s.SpansExported, s.SpansFailed, s.SpansPending, s.SpoolSpans, s.LastExport, s.TailLag, s.BackfillDone, s.BackfillSeconds,
 		s.StateFileAge, s.DuplicateLines, s.OrphanToolResults, s.ClampedTimes, s.AssistantWithoutID,
-		s.SpansBeforeWindow, s.FilesReread, s.StateWriteFailures, s.SpoolDropped, versioncollector.NewCollector(Namespace+"_exporter"))
+		s.SpansBeforeWindow, s.FilesReread, s.StateWriteFailures, s.SpoolDropped, s.PricingInfo, versioncollector.NewCollector(Namespace+"_exporter"))
 	for _, r := range transcript.Reasons() {
 		s.DecodeErrors.WithLabelValues(string(r))
 	}

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"runtime/debug"
 	"slices"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -65,7 +66,7 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger, stdout io.Writer)
 	}
 	usage := prom.NewMetrics(reg, cfg.ActiveWindow, now)
 	self := prom.NewSelf(reg)
-	prices := metrics.DefaultPrices()
+	prices, pricesFrom := metrics.DefaultPrices(), "builtin"
 	if cfg.PricingFile != "" {
 		b, err := safefile.ReadFile(cfg.PricingFile, MaxPricingBytes)
 		if err != nil {
@@ -74,7 +75,12 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger, stdout io.Writer)
 		if prices, err = metrics.ParsePrices(b); err != nil {
 			return fmt.Errorf("--pricing.file: %w", err)
 		}
+		pricesFrom = "file"
+		if prices.Version < 2 {
+			logger.Warn("--pricing.file is in the version 1 format: no dates, no fast, regional or long-context prices (see docs/pricing.md)", "file", cfg.PricingFile)
+		}
 	}
+	self.PricingInfo.WithLabelValues(prices.AsOf, pricesFrom, strconv.Itoa(prices.Version)).Set(1)
 	projectLabel, _ := metrics.ParseProjectLabel(cfg.ProjectLabel)
 	mapper := metrics.NewMapper(metrics.Config{Project: projectLabel, Prices: prices,
 		MaxAttribution: cfg.AttributionLimit}, usage)

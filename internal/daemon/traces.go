@@ -335,9 +335,8 @@ func builderConfig(tc TracesConfig, projectLabel string, prices *metrics.Prices)
 		c.Granularity = spans.GranularityTurn
 	}
 	if prices != nil {
-		c.Price = func(model string, t session.Tokens) (float64, bool) {
-			p, ok := prices.Lookup(model)
-			return p.Cost(t), ok
+		c.Price = func(model string, t session.Tokens, r *session.Request) (float64, bool) {
+			return prices.RequestCost(model, metrics.RequestTime(r), t, metrics.ModifiersOf(r.Attribution))
 		}
 	}
 	return c

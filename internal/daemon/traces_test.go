@@ -89,13 +89,15 @@ func TestBuilderConfig(t *testing.T) {
 			t.Errorf("--metrics.project-label=%s: project %q, want %q", label, got, want)
 		}
 	}
-	// Costs come from the metrics' price table.
+	// Costs come from the metrics' price table, by the request's date and
+	// modifiers.
 	c = builderConfig(TracesConfig{Identifying: true}, "basename", metrics.DefaultPrices())
-	usd, ok := c.Price("claude-opus-4-5", session.Tokens{Output: 1_000_000})
-	if !c.Identifying || !ok || usd <= 0 {
-		t.Errorf("price %v %v identifying %v", usd, ok, c.Identifying)
+	r := &session.Request{End: time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC), Attribution: session.Attribution{Speed: "fast"}}
+	usd, ok := c.Price("claude-opus-4-6", session.Tokens{Output: 1_000_000}, r)
+	if !c.Identifying || !ok || usd != 150 {
+		t.Errorf("price %v %v identifying %v; want 150 (fast 6x on 2026-03-01)", usd, ok, c.Identifying)
 	}
-	if _, ok := c.Price("glm-4.7", session.Tokens{Output: 1}); ok {
+	if _, ok := c.Price("glm-4.7", session.Tokens{Output: 1}, r); ok {
 		t.Error("an unpriced model has a price")
 	}
 }

@@ -240,9 +240,12 @@ func (m *Mapper) Request(r *session.Request) {
 	}
 	m.obs.AddRequest(model, m.bound("stop_reason", stop), p)
 	spender, attrs := m.spender(r.Spender), m.attributes(r.Attribution)
-	m.tokens(r.Model, model, p, spender, attrs, r.Tokens)
+	at, mod := RequestTime(r), ModifiersOf(r.Attribution)
+	usd, ok := m.cfg.Prices.RequestCost(r.Model, at, r.Tokens, mod)
+	m.tokens(model, p, spender, attrs, r.Tokens, usd, ok)
 	for _, adv := range r.Advisor {
-		m.tokens(adv.Model, m.model(adv.Model), p, spender, attrs, adv.Tokens)
+		usd, ok := m.cfg.Prices.RequestCost(adv.Model, at, adv.Tokens, mod)
+		m.tokens(m.model(adv.Model), p, spender, attrs, adv.Tokens, usd, ok)
 	}
 	if r.CacheMiss != "" {
 		m.obs.AddCacheMiss(m.bound("reason", r.CacheMiss), model, p, r.CacheMissTokens)
@@ -252,9 +255,34 @@ func (m *Mapper) Request(r *session.Request) {
 	}
 }
 
-// RequestUpdate implements session.Sink.
+// RequestTime is the time a request is priced at: the line that
+// completed it.
+func RequestTime(r *session.Request) time.Time {
+	if !r.End.IsZero() {
+		return r.End
+	}
+	return r.Start
+}
+
+// ModifiersOf are the price modifiers a request was made with.
+func ModifiersOf(a session.Attribution) Modifiers {
+	return Modifiers{Speed: a.Speed, Geo: a.Geo}
+}
+
+// DayTime is the start of a Unix day (the zero time for day 0, unknown).
+func DayTime(day int32) time.Time {
+	if day == 0 {
+		return time.Time{}
+	}
+	return time.Unix(int64(day)*86400, 0).UTC()
+}
+
+// RequestUpdate implements session.Sink. The growth is priced as the
+// whole request after it less the request before: a prompt-length tier
+// crossed by the growth reprices all of the request's tokens.
 func (m *Mapper) RequestUpdate(u *session.RequestUpdate) {
-	m.tokens(u.Model, m.model(u.Model), m.Project(u.Project), m.spender(u.Spender), m.attributes(u.Attribution), u.Delta)
+	usd, ok := m.cfg.Prices.UpdateCost(u.Model, DayTime(u.Day), u.Before, u.Delta, ModifiersOf(u.Attribution))
+	m.tokens(m.model(u.Model), m.Project(u.Project), m.spender(u.Spender), m.attributes(u.Attribution), u.Delta, usd, ok)
 }
 
 // spender is the spender label: a subagent's type is bounded like every
@@ -286,7 +314,7 @@ func (m *Mapper) attributes(a session.Attribution) Attributes {
 		Speed:  m.bound("speed", speed)}
 }
 
-func (m *Mapper) tokens(raw, model, project, spender string, attrs Attributes, t session.Tokens) {
+func (m *Mapper) tokens(model, project, spender string, attrs Attributes, t session.Tokens, usd float64, priced bool) {
 	for _, tt := range [...]struct {
 		typ string
 		n   int64
@@ -298,8 +326,7 @@ func (m *Mapper) tokens(raw, model, project, spender string, attrs Attributes, t
 	if t.WebSearch > 0 {
 		m.obs.AddWebSearches(model, project, t.WebSearch)
 	}
-	if price, ok := m.cfg.Prices.Lookup(raw); ok {
-		usd := price.Cost(t)
+	if priced {
 		m.obs.AddCost(model, project, spender, usd)
 		m.obs.AddAttributedCost(attrs, project, usd)
 	} else {

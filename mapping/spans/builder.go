@@ -48,10 +48,11 @@ type Config struct {
 	// subagent's spans seen before the tool call that launched it). Past
 	// the bound the oldest waiting spans go to the session's trace.
 	MaxPending int
-	// Price returns the estimated USD cost of a request's tokens and
-	// whether its model is priced: the metrics' price table
-	// (metrics.Prices.Lookup). Nil: spans carry no cost.
-	Price func(model string, t session.Tokens) (float64, bool)
+	// Price returns the estimated USD cost of tokens t spent under model
+	// in request r (its date and price modifiers) and whether the model
+	// is priced: the metrics' price table (metrics.Prices.RequestCost),
+	// so that spans and counters price alike. Nil: spans carry no cost.
+	Price func(model string, t session.Tokens, r *session.Request) (float64, bool)
 	// Project turns a session's working directory into the
 	// claude_code.project attribute and the root span's name, in the form
 	// of the metrics' project label; "" leaves it out. Nil: the
@@ -339,9 +340,9 @@ func (b *Builder) Request(u *session.Request) {
 		name += " " + u.Model
 	}
 	t := u.Tokens
-	s.total.add(b, u.Model, t)
+	s.total.add(b, u, t)
 	for _, adv := range u.Advisor {
-		s.total.addAdvisor(b, adv)
+		s.total.addAdvisor(b, u, adv)
 	}
 	if u.TurnID != "" {
 		tt := s.turnTotal[u.TurnID]
@@ -350,9 +351,9 @@ func (b *Builder) Request(u *session.Request) {
 			s.turnTotal[u.TurnID] = tt
 		}
 		if tt != nil {
-			tt.add(b, u.Model, t)
+			tt.add(b, u, t)
 			for _, adv := range u.Advisor {
-				tt.addAdvisor(b, adv)
+				tt.addAdvisor(b, u, adv)
 			}
 		}
 	}
@@ -373,9 +374,9 @@ func (b *Builder) Request(u *session.Request) {
 	if b.cfg.Price != nil {
 		// The request's cost includes its advisor's inferences (billed
 		// under the advisor's model); unpriced parts are left out.
-		usd, priced := b.cfg.Price(u.Model, t)
+		usd, priced := b.cfg.Price(u.Model, t, u)
 		for _, adv := range u.Advisor {
-			if a, ok := b.cfg.Price(adv.Model, adv.Tokens); ok {
+			if a, ok := b.cfg.Price(adv.Model, adv.Tokens, u); ok {
 				usd += a
 				priced = true
 			}

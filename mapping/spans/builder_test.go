@@ -611,7 +611,7 @@ func TestCapture(t *testing.T) {
 // of their requests; a turn closed before its requests were emitted (a
 // one-shot run settles them later) waits for them.
 func TestTotalsAndNames(t *testing.T) {
-	price := func(model string, tk session.Tokens) (float64, bool) {
+	price := func(model string, tk session.Tokens, _ *session.Request) (float64, bool) {
 		if model != "claude-x" {
 			return 0, false
 		}

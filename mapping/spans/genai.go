@@ -54,10 +54,11 @@ type totals struct {
 	extent timeRange
 }
 
-func (t *totals) add(b *Builder, model string, tok session.Tokens) {
+func (t *totals) add(b *Builder, r *session.Request, tok session.Tokens) {
+	model := r.Model
 	t.tokens = t.tokens.Add(tok)
 	if b.cfg.Price != nil {
-		if usd, ok := b.cfg.Price(model, tok); ok {
+		if usd, ok := b.cfg.Price(model, tok, r); ok {
 			t.usd += usd
 		} else {
 			t.unpriced += tok.InputTotal() + tok.Output
@@ -73,10 +74,10 @@ func (t *totals) add(b *Builder, model string, tok session.Tokens) {
 }
 
 // addAdvisor adds a request's advisor tokens: spent, not a request.
-func (t *totals) addAdvisor(b *Builder, adv session.ModelTokens) {
+func (t *totals) addAdvisor(b *Builder, r *session.Request, adv session.ModelTokens) {
 	t.tokens = t.tokens.Add(adv.Tokens)
 	if b.cfg.Price != nil {
-		if usd, ok := b.cfg.Price(adv.Model, adv.Tokens); ok {
+		if usd, ok := b.cfg.Price(adv.Model, adv.Tokens, r); ok {
 			t.usd += usd
 		} else {
 			t.unpriced += adv.Tokens.InputTotal() + adv.Tokens.Output

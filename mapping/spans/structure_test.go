@@ -98,11 +98,10 @@ func corpusConfig(g spans.Granularity) spans.Config {
 }
 
 // defaultPrice prices requests with the embedded price table.
-func defaultPrice() func(string, session.Tokens) (float64, bool) {
+func defaultPrice() func(string, session.Tokens, *session.Request) (float64, bool) {
 	prices := metrics.DefaultPrices()
-	return func(model string, t session.Tokens) (float64, bool) {
-		p, ok := prices.Lookup(model)
-		return p.Cost(t), ok
+	return func(model string, t session.Tokens, r *session.Request) (float64, bool) {
+		return prices.RequestCost(model, metrics.RequestTime(r), t, metrics.ModifiersOf(r.Attribution))
 	}
 }
 
