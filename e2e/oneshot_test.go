@@ -11,6 +11,7 @@ import (
 
 	"github.com/claude-transcript-exporter/claude-transcript-exporter/internal/indepcount"
 	"github.com/claude-transcript-exporter/claude-transcript-exporter/internal/testbackend"
+	"github.com/claude-transcript-exporter/claude-transcript-exporter/mapping/metrics"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files")
@@ -101,6 +102,30 @@ func TestOneshotCountersEqualIndependentCount(t *testing.T) {
 			compareMaps(t, "tokens{spender|type}", sumBy(mfs, "claude_transcript_tokens_total", "spender", "type"), wantSpend)
 			compareMaps(t, "cache_misses{reason|model}", sumBy(mfs, "claude_transcript_cache_misses_total", "reason", "model"), floats(want.CacheMisses))
 			compareMaps(t, "cache_miss_input_tokens{reason|model}", sumBy(mfs, "claude_transcript_cache_miss_input_tokens_total", "reason", "model"), floats(want.CacheMissTokens))
+			// Lines of code and edit decisions: the independent count keys
+			// them by file extension; the exporter labels the language.
+			wantLOC, wantDecisions := map[string]float64{}, map[string]float64{}
+			for k, n := range want.LinesOfCode {
+				parts := strings.SplitN(k, "|", 3)
+				wantLOC[parts[0]+"|"+parts[1]+"|"+metrics.LanguageOf(parts[2])] += float64(n)
+			}
+			for k, n := range want.EditDecisions {
+				parts := strings.SplitN(k, "|", 3)
+				wantDecisions[parts[0]+"|"+parts[1]+"|"+metrics.LanguageOf(parts[2])] += float64(n)
+			}
+			compareMaps(t, "lines_of_code{type|tool|language}", sumBy(mfs, "claude_transcript_lines_of_code_total", "type", "tool", "language"), wantLOC)
+			compareMaps(t, "code_edit_decisions{tool|decision|language}", sumBy(mfs, "claude_transcript_code_edit_decisions_total", "tool", "decision", "language"), wantDecisions)
+			wantPRs := map[string]float64{}
+			if want.PullRequestsCreated > 0 {
+				wantPRs["gh_pr_create"] = float64(want.PullRequestsCreated)
+			}
+			if want.PullRequestsLinked > 0 {
+				wantPRs["pr_link"] = float64(want.PullRequestsLinked)
+			}
+			compareMaps(t, "pull_requests{source}", sumBy(mfs, "claude_transcript_pull_requests_total", "source"), wantPRs)
+			if got := sumBy(mfs, "claude_transcript_commits_total")[""]; got != float64(want.Commits) {
+				t.Errorf("commits = %v, independent count %d", got, want.Commits)
+			}
 			// The attributed series hold every token once, split another way.
 			compareMaps(t, "attributed_tokens{type}", sumBy(mfs, "claude_transcript_attributed_tokens_total", "type"), sumTypes(want.Tokens))
 			pre := sumBy(mfs, "claude_transcript_compaction_pre_tokens", "trigger")

@@ -23,6 +23,7 @@ type Metrics struct {
 	tokens, requests, cost, unpriced, toolCalls, compactions *vec
 	webSearches, attrTokens, attrCost, cacheMisses           *vec
 	cacheMissTokens, activeTime                              *vec
+	linesOfCode, editDecisions, commits, pullRequests        *vec
 	subagents, warmups, sessions, turns, apiErrors           *vec
 	toolDuration, preTokens                                  *vec
 	lastActivity                                             *vec
@@ -91,6 +92,17 @@ func NewMetrics(reg prometheus.Registerer, activeWindow time.Duration, now func(
 			"Warmup subagents (their tokens are in tokens_total).", c, nil, "project"),
 		sessions: newVec(name("sessions_total"),
 			"Sessions seen (main transcripts with at least one message).", c, nil, "project"),
+		linesOfCode: newVec(name("lines_of_code_total"),
+			"Lines edit tools (Edit, MultiEdit, Write, NotebookEdit) added or removed, from their results' patches (a created file's lines count as added), by tool and language (from the file extension).",
+			c, nil, "type", "tool", "language", "project"),
+		editDecisions: newVec(name("code_edit_decisions_total"),
+			"Edit tool calls the user accepted or rejected (a rejection is the result Claude Code writes when the user refuses the call), by tool and language.",
+			c, nil, "tool", "decision", "language", "project"),
+		commits: newVec(name("commits_total"),
+			"git commits run by successful shell (Bash) calls (not --dry-run).", c, nil, "project"),
+		pullRequests: newVec(name("pull_requests_total"),
+			"Pull requests: created by a successful gh pr create shell call (source gh_pr_create), or linked to a session by a pr-link record, once per pull request (source pr_link).",
+			c, nil, "source", "project"),
 		activeTime: newVec(name("active_time_seconds_total"),
 			"Active time by type: cli is Claude working on a turn (prompt to its last main-thread record), user the time between a turn's end and the next prompt, each gap capped at 5 minutes.",
 			c, nil, "type", "project"),
@@ -118,7 +130,8 @@ func NewMetrics(reg prometheus.Registerer, activeWindow time.Duration, now func(
 func (m *Metrics) vecs() []*vec {
 	return []*vec{m.tokens, m.requests, m.cost, m.unpriced, m.webSearches, m.toolCalls, m.toolDuration, m.compactions,
 		m.preTokens, m.subagents, m.warmups, m.sessions, m.turns, m.apiErrors, m.lastActivity,
-		m.attrTokens, m.attrCost, m.cacheMisses, m.cacheMissTokens, m.activeTime}
+		m.attrTokens, m.attrCost, m.cacheMisses, m.cacheMissTokens, m.activeTime,
+		m.linesOfCode, m.editDecisions, m.commits, m.pullRequests}
 }
 
 // State is the saved value of every usage series, by metric name.
@@ -160,6 +173,22 @@ func (m *Metrics) AddAttributedTokens(a metrics.Attributes, typ, project string,
 func (m *Metrics) AddAttributedCost(a metrics.Attributes, project string, usd float64) {
 	m.attrCost.add(usd, a.Skill, a.Plugin, a.MCPServer, a.Effort, a.Speed, project)
 }
+
+// AddLinesOfCode implements metrics.Observer.
+func (m *Metrics) AddLinesOfCode(typ, tool, language, project string, n int64) {
+	m.linesOfCode.add(float64(n), typ, tool, language, project)
+}
+
+// AddEditDecision implements metrics.Observer.
+func (m *Metrics) AddEditDecision(tool, decision, language, project string) {
+	m.editDecisions.add(1, tool, decision, language, project)
+}
+
+// AddCommit implements metrics.Observer.
+func (m *Metrics) AddCommit(project string) { m.commits.add(1, project) }
+
+// AddPullRequest implements metrics.Observer.
+func (m *Metrics) AddPullRequest(source, project string) { m.pullRequests.add(1, source, project) }
 
 // AddActiveTime implements metrics.Observer.
 func (m *Metrics) AddActiveTime(typ, project string, seconds float64) {

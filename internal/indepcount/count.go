@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strings"
 )
@@ -45,6 +46,11 @@ type Totals struct {
 	AdvisorTokens       map[string]map[string]int64 // advisor model -> type -> tokens of advisor_message iterations
 	CacheMisses         map[string]int64            // reason|model -> requests whose lines say why the prompt cache missed
 	CacheMissTokens     map[string]int64            // reason|model -> cache_missed_input_tokens of those
+	LinesOfCode         map[string]int64            // added|removed + "|" + tool + "|" + file extension -> lines
+	EditDecisions       map[string]int64            // tool|accept or reject|file extension -> calls
+	Commits             int64                       // successful Bash calls running git commit (not --dry-run)
+	PullRequestsCreated int64                       // successful Bash calls running gh pr create
+	PullRequestsLinked  int64                       // distinct pull requests of pr-link records
 	SyntheticMessages   int64                       // distinct <synthetic> assistant message ids
 	MalformedLines      int64                       // lines that are not valid JSON objects (skipped)
 	Files               int                         // transcript files read
@@ -87,6 +93,17 @@ func (c candidate) total() int64 {
 // toolUse is one distinct tool_use block id.
 type toolUse struct {
 	name string
+	ext  string // edit tools: extension of file_path / notebook_path
+	// Bash: the command commits / creates a pull request.
+	commit, prCreate bool
+	notebookLines    int64 // NotebookEdit: lines of new_source (0 for delete)
+}
+
+// firstResult is what the first tool_result of a call says beyond is_error.
+type firstResult struct {
+	rejected       bool
+	hasEdit        bool
+	added, removed int64
 }
 
 // counter holds everything collected while reading the files; the totals are
@@ -102,6 +119,8 @@ type counter struct {
 	// tool_use_id -> is_error value of every tool_result block seen, in order.
 	toolResults     map[string][]bool
 	toolResultOrder []string
+	firstResults    map[string]firstResult
+	prKeys          map[string]bool
 
 	compactionUUIDs map[string]bool
 
@@ -153,12 +172,16 @@ func Count(claudeDir string) (*Totals, error) {
 		toolResults:     map[string][]bool{},
 		compactionUUIDs: map[string]bool{},
 		first:           map[string]*reqFirst{},
+		firstResults:    map[string]firstResult{},
+		prKeys:          map[string]bool{},
 		metaType:        map[string]string{},
 		taskType:        map[string]string{},
 		agentTool:       map[string]string{},
 		warmup:          map[string]bool{},
 		t: &Totals{
 			TokensBySpender: map[string]map[string]int64{},
+			LinesOfCode:     map[string]int64{},
+			EditDecisions:   map[string]int64{},
 			AdvisorTokens:   map[string]map[string]int64{},
 			CacheMisses:     map[string]int64{},
 			CacheMissTokens: map[string]int64{},
@@ -283,6 +306,15 @@ func (c *counter) line(where, agent string, line []byte) {
 		if str(rec["subtype"]) == "compact_boundary" {
 			c.compaction(rec)
 		}
+	case "pr-link":
+		key := str(rec["prUrl"])
+		if n := num(rec["prNumber"]); key == "" && n > 0 {
+			key = fmt.Sprintf("%s#%d", str(rec["prRepository"]), n)
+		}
+		if key != "" && !c.prKeys[key] {
+			c.prKeys[key] = true
+			c.t.PullRequestsLinked++
+		}
 	}
 }
 
@@ -301,6 +333,23 @@ func (c *counter) carrier(where, agent string, rec map[string]any) {
 	content, _ := msg["content"].([]any)
 
 	if str(rec["type"]) == "user" {
+		var blocks []map[string]any
+		for _, b := range content {
+			if block, ok := b.(map[string]any); ok && str(block["type"]) == "tool_result" {
+				blocks = append(blocks, block)
+			}
+		}
+		for _, block := range blocks {
+			id := str(block["tool_use_id"])
+			if _, seen := c.firstResults[id]; seen || id == "" {
+				continue
+			}
+			f := firstResult{rejected: rejection(block["content"])}
+			if tr, ok := rec["toolUseResult"].(map[string]any); ok && len(blocks) == 1 {
+				f.hasEdit, f.added, f.removed = editOf(tr)
+			}
+			c.firstResults[id] = f
+		}
 		if tr, ok := rec["toolUseResult"].(map[string]any); ok && str(tr["agentId"]) != "" {
 			for _, b := range content {
 				if block, ok := b.(map[string]any); ok && str(block["type"]) == "tool_result" {
@@ -339,6 +388,24 @@ func (c *counter) carrier(where, agent string, rec map[string]any) {
 			}
 			c.toolUseOrder = append(c.toolUseOrder, id)
 			c.toolUses[id] = toolUse{name: str(block["name"])}
+			input, _ := block["input"].(map[string]any)
+			switch name := str(block["name"]); name {
+			case "Edit", "MultiEdit", "Write", "NotebookEdit":
+				u := c.toolUses[id]
+				path := str(input["file_path"])
+				if path == "" {
+					path = str(input["notebook_path"])
+				}
+				u.ext = extension(path)
+				if name == "NotebookEdit" && str(input["edit_mode"]) != "delete" {
+					u.notebookLines = lineCount(str(input["new_source"]))
+				}
+				c.toolUses[id] = u
+			case "Bash":
+				u := c.toolUses[id]
+				u.commit, u.prCreate = shellCounts(str(input["command"]))
+				c.toolUses[id] = u
+			}
 			if name := str(block["name"]); name == "Task" || name == "Agent" {
 				input, _ := block["input"].(map[string]any)
 				typ := str(input["subagent_type"])
@@ -487,11 +554,13 @@ func (c *counter) finish() {
 			t.Conflicts = append(t.Conflicts, fmt.Sprintf(
 				"tool_use %s: %d tool_result copies disagree on is_error; counted as error", id, len(results)))
 		}
-		name := c.toolUses[id].name
+		u := c.toolUses[id]
+		name := u.name
 		if t.ToolCalls[name] == nil {
 			t.ToolCalls[name] = map[string]int64{}
 		}
 		t.ToolCalls[name][outcome]++
+		c.edits(u, c.firstResults[id], outcome)
 		if outcome == OutcomeError {
 			t.ToolErrors++
 		}
@@ -593,6 +662,140 @@ func firstText(content any) string {
 		}
 	}
 	return ""
+}
+
+// edits counts what an answered call of an edit tool or the shell did:
+// the user's decision (reject when its first result is Claude Code's
+// rejection text), the lines its first result's structuredPatch adds and
+// removes (a created file's lines; a NotebookEdit's new_source) when it
+// succeeded, and commits and pull requests of successful Bash calls.
+func (c *counter) edits(u toolUse, r firstResult, outcome string) {
+	t := c.t
+	if outcome == OutcomeUnanswered {
+		return
+	}
+	switch u.name {
+	case "Edit", "MultiEdit", "Write", "NotebookEdit":
+		decision := "accept"
+		if r.rejected {
+			decision = "reject"
+		}
+		t.EditDecisions[u.name+"|"+decision+"|"+u.ext]++
+		if r.rejected || outcome != OutcomeOK {
+			return
+		}
+		added, removed := r.added, r.removed
+		if !r.hasEdit && u.name == "NotebookEdit" {
+			added = u.notebookLines
+		}
+		if added > 0 || removed > 0 {
+			t.LinesOfCode["added|"+u.name+"|"+u.ext] += added
+			t.LinesOfCode["removed|"+u.name+"|"+u.ext] += removed
+		}
+	case "Bash":
+		if outcome != OutcomeOK {
+			return
+		}
+		if u.commit {
+			t.Commits++
+		}
+		if u.prCreate {
+			t.PullRequestsCreated++
+		}
+	}
+}
+
+// rejectionText starts the result of a tool call the user refused.
+const rejectionText = "The user doesn't want to proceed with this tool use"
+
+// rejection reports whether a tool_result's content is the rejection: a
+// string, or text blocks, starting with it (within its first 256 bytes
+// as written).
+func rejection(content any) bool {
+	b, _ := json.Marshal(content)
+	return bytes.Contains(b[:min(len(b), 256)], []byte(rejectionText))
+}
+
+// editOf reads an edit tool's toolUseResult: a created file counts its
+// content's lines as added; otherwise structuredPatch hunks' lines
+// starting with + and - count.
+func editOf(tr map[string]any) (has bool, added, removed int64) {
+	if str(tr["type"]) == "create" {
+		return true, lineCount(str(tr["content"])), 0
+	}
+	hunks, ok := tr["structuredPatch"].([]any)
+	if !ok {
+		return false, 0, 0
+	}
+	for _, h := range hunks {
+		hm, _ := h.(map[string]any)
+		lines, _ := hm["lines"].([]any)
+		for _, l := range lines {
+			s, _ := l.(string)
+			switch {
+			case strings.HasPrefix(s, "+"):
+				added++
+			case strings.HasPrefix(s, "-"):
+				removed++
+			}
+		}
+	}
+	return true, added, removed
+}
+
+// lineCount is the number of lines of a text (a last line without a
+// newline counts).
+func lineCount(s string) int64 {
+	if s == "" {
+		return 0
+	}
+	n := int64(strings.Count(s, "\n"))
+	if !strings.HasSuffix(s, "\n") {
+		n++
+	}
+	return n
+}
+
+// extension is a path's lower-case extension ("dockerfile", "makefile"
+// for those files; "" for none).
+func extension(path string) string {
+	base := path
+	if i := strings.LastIndexAny(base, `/\`); i >= 0 {
+		base = base[i+1:]
+	}
+	base = strings.ToLower(base)
+	switch {
+	case base == "dockerfile" || strings.HasPrefix(base, "dockerfile."):
+		return "dockerfile"
+	case base == "makefile" || base == "gnumakefile":
+		return "makefile"
+	}
+	ext := filepath.Ext(base)
+	if len(ext) < 2 || len(ext) > 17 {
+		return ""
+	}
+	return ext[1:]
+}
+
+// commitRe and prRe find, at the start of a simple command (after ;, &,
+// |, a newline, a bracket or a backquote, and after variable assignments
+// or sudo/env/command/time/nohup), a git commit (git's global options
+// allowed before it) or a gh pr create.
+var (
+	prefix   = `(?:^|[;&|\n(){}\x60])\s*(?:(?:[^\s=;&|]+=\S*|sudo|env|command|time|nohup|\$)\s+)*`
+	commitRe = regexp.MustCompile(prefix + `git(?:\s+(?:-[Cc]|--git-dir|--work-tree|--namespace)\s+\S+|\s+-\S+)*\s+commit(?:\s[^;&|\n]*)?(?:$|[;&|\n)}\x60])`)
+	prRe     = regexp.MustCompile(prefix + `gh\s+pr\s+create(?:\s|$|[;&|\n)}\x60])`)
+)
+
+// shellCounts tells whether a command commits (not --dry-run) and
+// creates a pull request.
+func shellCounts(cmd string) (commit, pr bool) {
+	for _, m := range commitRe.FindAllString(cmd, -1) {
+		if !strings.Contains(m, "--dry-run") {
+			commit = true
+		}
+	}
+	return commit, prRe.MatchString(cmd)
 }
 
 // addRequest counts one request under the winner's model and stop reason.

@@ -36,6 +36,8 @@ func empty() *Totals {
 		AdvisorTokens:   map[string]map[string]int64{},
 		CacheMisses:     map[string]int64{},
 		CacheMissTokens: map[string]int64{},
+		LinesOfCode:     map[string]int64{},
+		EditDecisions:   map[string]int64{},
 	}
 }
 
@@ -158,6 +160,7 @@ func TestCount(t *testing.T) {
 				w.ToolCalls["Edit"] = map[string]int64{OutcomeError: 1}                       // copies disagree: error wins
 				w.ToolErrors = 3
 				w.SyntheticMessages = 1
+				w.EditDecisions["Edit|accept|"] = 1 // a failed edit was still accepted by the user
 				return w
 			},
 			conflicts: 2,
@@ -256,6 +259,7 @@ func TestCountLineOf20MB(t *testing.T) {
 	want.RequestsByStop["tool_use"] = 1
 	want.RequestsByStop["end_turn"] = 1
 	want.ToolCalls["Write"] = map[string]int64{OutcomeOK: 1}
+	want.EditDecisions["Write|accept|"] = 1
 	checkTotals(t, got, want, 0, nil)
 }
 
@@ -330,6 +334,19 @@ func TestCountAnonymizedCorpusEqualsOriginal(t *testing.T) {
 				t.Errorf("%d conflict notes, original %d", len(got.Conflicts), len(want.Conflicts))
 			}
 			got.Conflicts, want.Conflicts = nil, nil
+			// The anonymizer rewrites text: patch lines and shell
+			// commands become filler, so lines of code and commits are
+			// counts of the text each tree holds, not of the original's.
+			// Some file names are rewritten too: edit decisions compare
+			// by tool and decision.
+			for _, x := range []*Totals{got, want} {
+				x.LinesOfCode, x.Commits, x.PullRequestsCreated = nil, 0, 0
+				byTool := map[string]int64{}
+				for k, n := range x.EditDecisions {
+					byTool[k[:strings.LastIndex(k, "|")]] += n
+				}
+				x.EditDecisions = byTool
+			}
 			if !reflect.DeepEqual(got, want) {
 				t.Errorf("anonymized totals differ from the original's:\n got  %s\n want %s", summary(got), summary(want))
 			}

@@ -40,6 +40,15 @@ type Observer interface {
 	AddUnpricedTokens(model string, n int64)
 	AddWebSearches(model, project string, n int64)
 	AddToolCall(tool, outcome, project string)
+	// AddLinesOfCode counts lines an edit tool added or removed (typ
+	// added or removed); AddEditDecision an edit tool call the user
+	// accepted or rejected; AddCommit a git commit run by a shell call;
+	// AddPullRequest a pull request, by how it was seen (source
+	// gh_pr_create or pr_link).
+	AddLinesOfCode(typ, tool, language, project string, n int64)
+	AddEditDecision(tool, decision, language, project string)
+	AddCommit(project string)
+	AddPullRequest(source, project string)
 	ObserveToolDuration(tool string, seconds float64)
 	AddCompaction(trigger, project string)
 	ObserveCompactionPreTokens(trigger string, tokens float64)
@@ -337,10 +346,76 @@ func (m *Mapper) tokens(model, project, spender string, attrs Attributes, t sess
 // ToolCall implements session.Sink.
 func (m *Mapper) ToolCall(c *session.ToolCall) {
 	tool := m.bound("tool", c.Name)
-	m.obs.AddToolCall(tool, string(c.Outcome), m.Project(c.Project))
+	p := m.Project(c.Project)
+	m.obs.AddToolCall(tool, string(c.Outcome), p)
 	if c.HasDuration && c.Outcome != session.OutcomeUnanswered {
 		m.obs.ObserveToolDuration(tool, c.Duration().Seconds())
 	}
+	if c.Outcome == session.OutcomeUnanswered {
+		return
+	}
+	if IsEditTool(c.Name) {
+		lang := LanguageOf(c.Ext)
+		decision := DecisionAccept
+		if c.Rejected {
+			decision = DecisionReject
+		}
+		m.obs.AddEditDecision(tool, decision, lang, p)
+		if added, removed := EditLines(c); added > 0 || removed > 0 {
+			m.obs.AddLinesOfCode(LinesAdded, tool, lang, p, added)
+			m.obs.AddLinesOfCode(LinesRemoved, tool, lang, p, removed)
+		}
+	}
+	if c.Name == "Bash" && c.Outcome == session.OutcomeOK {
+		if c.Shell&transcript.ShellCommit != 0 {
+			m.obs.AddCommit(p)
+		}
+		if c.Shell&transcript.ShellPRCreate != 0 {
+			m.obs.AddPullRequest(PRCreated, p)
+		}
+	}
+}
+
+// Edit decisions, lines-of-code types and pull-request sources: label
+// values.
+const (
+	DecisionAccept = "accept"
+	DecisionReject = "reject"
+	LinesAdded     = "added"
+	LinesRemoved   = "removed"
+	PRCreated      = "gh_pr_create"
+	PRLinked       = "pr_link"
+)
+
+// IsEditTool reports whether a tool edits files: its calls are edit
+// decisions and its results lines of code.
+func IsEditTool(name string) bool {
+	switch name {
+	case "Edit", "MultiEdit", "Write", "NotebookEdit":
+		return true
+	}
+	return false
+}
+
+// EditLines are the lines an edit tool call added and removed: from its
+// result's structuredPatch (+ and - lines), a created file's lines, or a
+// NotebookEdit's new_source; nothing for a rejected or failed call.
+func EditLines(c *session.ToolCall) (added, removed int64) {
+	if c.Rejected || c.Outcome != session.OutcomeOK {
+		return 0, 0
+	}
+	if c.Edit.Has {
+		return c.Edit.Added, c.Edit.Removed
+	}
+	if c.Name == "NotebookEdit" {
+		return c.NotebookLines, 0
+	}
+	return 0, 0
+}
+
+// PullRequest implements session.Sink.
+func (m *Mapper) PullRequest(pr *session.PullRequest) {
+	m.obs.AddPullRequest(PRLinked, m.Project(pr.Project))
 }
 
 // Subagent implements session.Sink.

@@ -30,12 +30,16 @@ type rec struct {
 	misses      map[string]int64 // reason|model -> misses
 	missed      map[string]int64 // reason|model -> tokens
 	active      map[string]float64
+	loc         map[string]int64
+	decisions   map[string]int64
+	commits     int64
+	prs         map[string]int64
 }
 
 func newRec() *rec {
 	return &rec{tokens: map[string]int64{}, requests: map[string]int{}, tools: map[string]int{}, sessions: map[string]int{}, agents: map[string]int{},
 		spenders: map[string]int64{}, spendCost: map[string]float64{}, attrTokens: map[Attributes]int64{},
-		misses: map[string]int64{}, missed: map[string]int64{}}
+		misses: map[string]int64{}, missed: map[string]int64{}, loc: map[string]int64{}, decisions: map[string]int64{}, prs: map[string]int64{}}
 }
 
 func (r *rec) AddTokens(model, typ, project, spender string, n int64) {
@@ -63,6 +67,12 @@ func (r *rec) AddSubagent(t, p string)                        { r.agents[t+"|"+p
 func (r *rec) AddWarmupAgent(string)                          { r.warmups++ }
 func (r *rec) AddSession(p string)                            { r.sessions[p]++ }
 func (r *rec) AddTurn(string)                                 {}
+func (r *rec) AddLinesOfCode(typ, tool, lang, _ string, n int64) {
+	r.loc[typ+"|"+tool+"|"+lang] += n
+}
+func (r *rec) AddEditDecision(tool, d, lang, _ string) { r.decisions[tool+"|"+d+"|"+lang]++ }
+func (r *rec) AddCommit(string)                        { r.commits++ }
+func (r *rec) AddPullRequest(src, _ string)            { r.prs[src]++ }
 func (r *rec) AddActiveTime(typ, _ string, s float64) {
 	if r.active == nil {
 		r.active = map[string]float64{}
@@ -258,4 +268,61 @@ func TestActiveTimeSplitsClaudeAndUser(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestEditToolCallsCountDecisionsAndLines: one case per rule of the edit,
+// commit and pull-request series.
+func TestEditToolCallsCountDecisionsAndLines(t *testing.T) {
+	ok, failed, unanswered := session.OutcomeOK, session.OutcomeError, session.OutcomeUnanswered
+	patch := transcript.EditResult{Has: true, Added: 3, Removed: 2}
+	cases := []struct {
+		name      string
+		call      session.ToolCall
+		decisions map[string]int64
+		loc       map[string]int64
+		commits   int64
+		prs       map[string]int64
+	}{
+		{"accepted edit counts its patch", session.ToolCall{Name: "Edit", Ext: "go", Outcome: ok, Edit: patch},
+			map[string]int64{"Edit|accept|go": 1}, map[string]int64{"added|Edit|go": 3, "removed|Edit|go": 2}, 0, nil},
+		{"created file", session.ToolCall{Name: "Write", Ext: "py", Outcome: ok, Edit: transcript.EditResult{Has: true, Created: true, Added: 4}},
+			map[string]int64{"Write|accept|python": 1}, map[string]int64{"added|Write|python": 4, "removed|Write|python": 0}, 0, nil},
+		{"rejected edit counts no line", session.ToolCall{Name: "Edit", Ext: "go", Outcome: failed, Rejected: true, Edit: patch},
+			map[string]int64{"Edit|reject|go": 1}, map[string]int64{}, 0, nil},
+		{"failed edit is accepted, changes nothing", session.ToolCall{Name: "MultiEdit", Ext: "ts", Outcome: failed},
+			map[string]int64{"MultiEdit|accept|typescript": 1}, map[string]int64{}, 0, nil},
+		{"unanswered edit is no decision", session.ToolCall{Name: "Write", Ext: "go", Outcome: unanswered}, map[string]int64{}, map[string]int64{}, 0, nil},
+		{"notebook insert without a patch", session.ToolCall{Name: "NotebookEdit", Ext: "ipynb", Outcome: ok, NotebookLines: 5},
+			map[string]int64{"NotebookEdit|accept|jupyter": 1}, map[string]int64{"added|NotebookEdit|jupyter": 5, "removed|NotebookEdit|jupyter": 0}, 0, nil},
+		{"unknown extension", session.ToolCall{Name: "Edit", Ext: "zzz", Outcome: ok}, map[string]int64{"Edit|accept|other": 1}, map[string]int64{}, 0, nil},
+		{"no extension", session.ToolCall{Name: "Edit", Outcome: ok}, map[string]int64{"Edit|accept|none": 1}, map[string]int64{}, 0, nil},
+		{"read is no edit", session.ToolCall{Name: "Read", Ext: "go", Outcome: ok, Edit: patch}, map[string]int64{}, map[string]int64{}, 0, nil},
+		{"commit", session.ToolCall{Name: "Bash", Outcome: ok, Shell: transcript.ShellCommit}, map[string]int64{}, map[string]int64{}, 1, nil},
+		{"failed commit", session.ToolCall{Name: "Bash", Outcome: failed, Shell: transcript.ShellCommit}, map[string]int64{}, map[string]int64{}, 0, nil},
+		{"commit and pull request", session.ToolCall{Name: "Bash", Outcome: ok, Shell: transcript.ShellCommit | transcript.ShellPRCreate},
+			map[string]int64{}, map[string]int64{}, 1, map[string]int64{PRCreated: 1}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			r := newRec()
+			m := NewMapper(Config{}, r)
+			m.ToolCall(&tc.call)
+			if fmt.Sprint(r.decisions) != fmt.Sprint(tc.decisions) || fmt.Sprint(r.loc) != fmt.Sprint(tc.loc) ||
+				r.commits != tc.commits || fmt.Sprint(r.prs) != fmt.Sprint(orEmpty(tc.prs)) {
+				t.Errorf("decisions %v loc %v commits %d prs %v", r.decisions, r.loc, r.commits, r.prs)
+			}
+		})
+	}
+	r := newRec()
+	NewMapper(Config{}, r).PullRequest(&session.PullRequest{})
+	if r.prs[PRLinked] != 1 {
+		t.Errorf("linked pull requests = %v", r.prs)
+	}
+}
+
+func orEmpty(m map[string]int64) map[string]int64 {
+	if m == nil {
+		return map[string]int64{}
+	}
+	return m
 }

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"testing"
 	"time"
+
+	"github.com/claude-transcript-exporter/claude-transcript-exporter/mapping/transcript"
 )
 
 // withUsage returns an assistant line with extra usage fields and message
@@ -157,5 +159,52 @@ func TestTurnKnowsTheGapBeforeIt(t *testing.T) {
 	}
 	if d := log.turns[1].End.Sub(log.turns[1].Start); d != 15*time.Second {
 		t.Errorf("second turn lasts %v, want 15s", d)
+	}
+}
+
+// TestToolCallsCarryEditFactsAndPullRequestsCountOnce: a call's result
+// brings what its toolUseResult says it changed, or that the user
+// refused it, also when the result is read before the call; a pull
+// request linked again (resume, compaction, another file) is one.
+func TestToolCallsCarryEditFactsAndPullRequestsCountOnce(t *testing.T) {
+	edit := func(id, path string) string {
+		return toolUseB(id, "Edit", `{"file_path":"`+path+`","old_string":"a","new_string":"b"}`)
+	}
+	patch := `{"filePath":"/r/a.go","structuredPatch":[{"lines":["-a","+b","+c"]}]}`
+	prLink := func(uuid, session string, sec int, url string) string {
+		return mustJSON(map[string]any{"type": "pr-link", "sessionId": session, "prNumber": 7, "prUrl": url, "timestamp": ts(sec), "uuid": uuid})
+	}
+	log, _ := run(t,
+		file{sessionPath(sessA), []string{
+			U{UUID: "u1", Sec: 0, Text: "Edit."}.String(),
+			// The result of toolu_late comes before its call.
+			U{UUID: "u0", Sec: 1, Blocks: blocks(toolResultB("toolu_late", false)), ToolUseResult: patch}.String(),
+			A{UUID: "a1", Parent: "u1", Sec: 2, Msg: "msg_1", Out: 5, Stop: "tool_use", Blocks: blocks(edit("toolu_1", "/r/a.go"), edit("toolu_late", "/r/b.TS"))}.String(),
+			U{UUID: "u2", Parent: "a1", Sec: 3, Blocks: blocks(toolResultB("toolu_1", false)), ToolUseResult: patch}.String(),
+			A{UUID: "a2", Parent: "u2", Sec: 4, Msg: "msg_2", Out: 5, Stop: "tool_use", Blocks: blocks(edit("toolu_2", "/r/Makefile"))}.String(),
+			U{UUID: "u3", Parent: "a2", Sec: 5, Blocks: `[{"type":"tool_result","tool_use_id":"toolu_2","is_error":true,"content":"The user doesn't want to proceed with this tool use. The tool use was rejected."}]`,
+				ToolUseResult: `"User rejected tool use"`}.String(),
+			prLink("pr1", sessA, 6, "https://github.com/o/r/pull/7"),
+			prLink("pr2", sessA, 7, "https://github.com/o/r/pull/7"),
+		}},
+		file{sessionPath(sessB), []string{
+			prLink("pr3", sessB, 8, "https://github.com/o/r/pull/7"),
+			prLink("pr4", sessB, 9, "https://github.com/o/r/pull/8"),
+		}},
+	)
+	c1 := one(t, "toolu_1", log.toolsOf("toolu_1"))
+	if c1.Ext != "go" || c1.Edit != (transcript.EditResult{Has: true, Added: 2, Removed: 1}) || c1.Rejected {
+		t.Errorf("toolu_1: %+v", c1)
+	}
+	late := one(t, "toolu_late", log.toolsOf("toolu_late"))
+	if late.Ext != "ts" || late.Edit.Added != 2 {
+		t.Errorf("toolu_late: ext %q edit %+v", late.Ext, late.Edit)
+	}
+	c2 := one(t, "toolu_2", log.toolsOf("toolu_2"))
+	if !c2.Rejected || c2.Ext != "makefile" || c2.Edit.Has {
+		t.Errorf("toolu_2: %+v", c2)
+	}
+	if len(log.prs) != 2 {
+		t.Errorf("%d pull requests, want 2 (one linked three times)", len(log.prs))
 	}
 }

@@ -3,6 +3,7 @@ package session
 import (
 	"cmp"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -203,11 +204,15 @@ type toolState struct {
 	done bool
 }
 
+// earlyResult is a tool result: kept until its call is seen when it
+// arrives first.
 type earlyResult struct {
-	isError bool
-	t       time.Time
-	task    *transcript.TaskResult
-	output  string
+	isError  bool
+	t        time.Time
+	task     *transcript.TaskResult
+	output   string
+	rejected bool
+	edit     transcript.EditResult
 }
 
 type agentState struct {
@@ -458,7 +463,24 @@ func (a *Assembler) addIn(c *ctxState, src *Source, r *transcript.Record, now ti
 		a.user(c, r, now)
 	case transcript.KindSystem:
 		a.system(c, r)
+	case transcript.KindPRLink:
+		a.prLink(c, r)
 	}
+}
+
+// prLink emits a pull request a session linked, once per pull request:
+// Claude Code writes the record again on resume and compaction. A pull
+// request is known by its URL, else its repository and number.
+func (a *Assembler) prLink(c *ctxState, r *transcript.Record) {
+	key := r.PRURL
+	if key == "" && r.PRNumber > 0 {
+		key = r.PRRepo + "#" + strconv.FormatInt(r.PRNumber, 10)
+	}
+	if key == "" || !a.firstSeen(keyPR, key) {
+		return
+	}
+	a.version++
+	a.sink.PullRequest(&PullRequest{Where: a.where(c), At: r.Timestamp})
 }
 
 func (a *Assembler) sessionUnit(s *sessState, ended bool) *Session {
@@ -569,15 +591,18 @@ func (a *Assembler) assistant(c *ctxState, r *transcript.Record, now time.Time) 
 			continue
 		}
 		ts := &toolState{seq: a.next(), call: ToolCall{
-			Where:        where,
-			ToolUseID:    tu.ID,
-			Name:         tu.Name,
-			MessageID:    m.ID,
-			Start:        r.Timestamp,
-			SubagentType: SubagentType(tu),
-			Description:  tu.Description,
-			Background:   tu.Background,
-			Input:        tu.Input,
+			Where:         where,
+			ToolUseID:     tu.ID,
+			Name:          tu.Name,
+			MessageID:     m.ID,
+			Start:         r.Timestamp,
+			SubagentType:  SubagentType(tu),
+			Description:   tu.Description,
+			Background:    tu.Background,
+			Input:         tu.Input,
+			Ext:           tu.Ext,
+			NotebookLines: tu.NotebookLines,
+			Shell:         tu.Shell,
 		}}
 		a.tools[tu.ID] = ts
 		if st != nil {
@@ -589,7 +614,7 @@ func (a *Assembler) assistant(c *ctxState, r *transcript.Record, now time.Time) 
 		}
 		if e, ok := a.early[tu.ID]; ok {
 			delete(a.early, tu.ID)
-			a.finishTool(ts, e.isError, e.t, e.task, e.output)
+			a.finishTool(ts, e)
 		}
 	}
 	// A server-side tool (server_tool_use) is answered inside the stream:
@@ -677,9 +702,10 @@ func (a *Assembler) takeResults(r *transcript.Record) {
 		if tr.ToolUseID == "" {
 			continue
 		}
-		var task *transcript.TaskResult
-		if r.TaskResult != nil && len(m.ToolResults) == 1 {
-			task = r.TaskResult
+		res := &earlyResult{isError: tr.IsError, t: r.Timestamp, output: tr.Content, rejected: tr.Rejected}
+		if len(m.ToolResults) == 1 {
+			// toolUseResult belongs to the record: to its only result.
+			res.task, res.edit = r.TaskResult, r.Edit
 		}
 		t := a.tools[tr.ToolUseID]
 		switch {
@@ -688,10 +714,10 @@ func (a *Assembler) takeResults(r *transcript.Record) {
 				continue
 			}
 			if _, ok := a.early[tr.ToolUseID]; !ok {
-				a.early[tr.ToolUseID] = &earlyResult{isError: tr.IsError, t: r.Timestamp, task: task, output: tr.Content}
+				a.early[tr.ToolUseID] = res
 			}
 		case !t.done:
-			a.finishTool(t, tr.IsError, r.Timestamp, task, tr.Content)
+			a.finishTool(t, res)
 		}
 	}
 }
@@ -736,15 +762,17 @@ func (a *Assembler) user(c *ctxState, r *transcript.Record, now time.Time) {
 	c.remember(r.UUID, r.Timestamp, "")
 }
 
-func (a *Assembler) finishTool(t *toolState, isError bool, at time.Time, task *transcript.TaskResult, output string) {
+func (a *Assembler) finishTool(t *toolState, res *earlyResult) {
+	at, task := res.t, res.task
 	t.done = true
 	call := &t.call
 	call.Outcome = OutcomeOK
-	if isError {
+	if res.isError {
 		call.Outcome = OutcomeError
 	}
 	call.End = at
-	call.Output = output
+	call.Output = res.output
+	call.Rejected, call.Edit = res.rejected, res.edit
 	if !call.Start.IsZero() && !at.IsZero() {
 		if at.Before(call.Start) {
 			a.stats.ClampedTimes++

@@ -80,6 +80,7 @@ func (t *tally) Subagent(s *Subagent) {
 }
 func (t *tally) Compaction(c *Compaction) { t.compactions[c.Trigger]++; t.preTokens += c.PreTokens }
 func (t *tally) APIError(e *APIError)     { t.apiErrors[e.Kind]++ }
+func (t *tally) PullRequest(*PullRequest) {}
 
 // corpusName names a corpus tree in subtest names: its folder, and
 // "real/" before the trees of the optional extra corpus.

@@ -58,3 +58,10 @@ func (f Fanout) APIError(u *APIError) {
 		s.APIError(u)
 	}
 }
+
+// PullRequest implements Sink.
+func (f Fanout) PullRequest(u *PullRequest) {
+	for _, s := range f {
+		s.PullRequest(u)
+	}
+}

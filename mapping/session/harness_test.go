@@ -334,6 +334,7 @@ type unitLog struct {
 	agents      []Subagent
 	compactions []Compaction
 	errors      []APIError
+	prs         []PullRequest
 	order       []string
 }
 
@@ -366,6 +367,10 @@ func (l *unitLog) Subagent(s *Subagent) {
 func (l *unitLog) Compaction(c *Compaction) {
 	l.compactions = append(l.compactions, *c)
 	l.order = append(l.order, "compaction:"+c.UUID)
+}
+func (l *unitLog) PullRequest(p *PullRequest) {
+	l.prs = append(l.prs, *p)
+	l.order = append(l.order, "pr")
 }
 func (l *unitLog) APIError(e *APIError) {
 	l.errors = append(l.errors, *e)

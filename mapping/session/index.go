@@ -53,6 +53,7 @@ const (
 	keyPrompt     = "p:"
 	keyCompaction = "c:"
 	keyError      = "e:"
+	keyPR         = "pr:"
 )
 
 // doneReq is what an emitted request keeps: what was counted, the best

@@ -236,6 +236,22 @@ type ToolCall struct {
 	Background bool
 	Input      string // capture only
 	Output     string // capture only
+	// Ext is the extension of the file an edit tool names; NotebookLines
+	// a NotebookEdit's new_source lines; Shell what a Bash command does.
+	Ext           string
+	NotebookLines int64
+	Shell         transcript.ShellFacts
+	// Rejected says the user refused the call; Edit is what an edit
+	// tool's result says it changed.
+	Rejected bool
+	Edit     transcript.EditResult
+}
+
+// PullRequest is a pull request a session linked (a pr-link record),
+// emitted once per pull request across all transcripts.
+type PullRequest struct {
+	Where
+	At time.Time
 }
 
 // Duration is End-Start when known.
@@ -322,4 +338,5 @@ type Sink interface {
 	Subagent(*Subagent)
 	Compaction(*Compaction)
 	APIError(*APIError)
+	PullRequest(*PullRequest)
 }

@@ -39,6 +39,7 @@ func (r *recorder) Compaction(u *session.Compaction) {
 	c := *u
 	*r = append(*r, func(s session.Sink) { s.Compaction(&c) })
 }
+func (r *recorder) PullRequest(*session.PullRequest) {}
 func (r *recorder) APIError(u *session.APIError) {
 	c := *u
 	*r = append(*r, func(s session.Sink) { s.APIError(&c) })

@@ -151,3 +151,7 @@ func (b *Builder) takeEvents(sp *Span, buf *eventBuf) {
 	}
 	buf.events, buf.dropped = nil, 0
 }
+
+// PullRequest implements session.Sink: a linked pull request is counted
+// by the metrics; it makes no span.
+func (b *Builder) PullRequest(*session.PullRequest) {}

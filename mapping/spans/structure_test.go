@@ -80,6 +80,7 @@ func (x *issued) Subagent(u *session.Subagent) {
 	x.agentTool[u.SessionID+"\x00"+u.AgentID] = u.ToolUseID
 }
 func (x *issued) Compaction(u *session.Compaction) { x.compactions++; x.timed[u.SessionID] = true }
+func (x *issued) PullRequest(*session.PullRequest) {}
 func (x *issued) APIError(u *session.APIError) {
 	if spans.FailedRequest(u.Kind) {
 		x.failed++

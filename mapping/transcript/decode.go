@@ -5,6 +5,7 @@ import (
 	"errors"
 	"math"
 	"strconv"
+	"strings"
 	"time"
 	"unicode/utf16"
 	"unicode/utf8"
@@ -170,6 +171,20 @@ func (d *Decoder) label(b []byte, i int) (string, int, error) {
 	return "", next, err
 }
 
+// capped reads a string cut at max bytes; null and non-strings give "".
+func (d *Decoder) capped(b []byte, i, max int) (string, int, error) {
+	if i < len(b) && b[i] == '"' {
+		raw, esc, next, err := readString(b, i)
+		if err != nil {
+			return "", 0, err
+		}
+		s, _ := head(raw, esc, max)
+		return s, next, nil
+	}
+	next, err := skipValue(b, i)
+	return "", next, err
+}
+
 // str reads a string value (null and non-strings give ""); when intern is
 // set the value is interned.
 func (d *Decoder) str(b []byte, i int, intern bool) (string, int, error) {
@@ -291,6 +306,16 @@ func (d *Decoder) record(b []byte, i int, r *Record) (int, error) {
 			r.Effort, next, err = d.label(b, v)
 		case "attributionMcpServer":
 			r.MCPServer, next, err = d.label(b, v)
+		case "prUrl":
+			r.PRURL, next, err = d.capped(b, v, 512)
+		case "prRepository":
+			r.PRRepo, next, err = d.capped(b, v, 512)
+		case "prNumber":
+			if v < len(b) && b[v] >= '0' && b[v] <= '9' {
+				r.PRNumber, next, err = readInt(b, v)
+			} else {
+				next, err = skipValue(b, v)
+			}
 		case "customTitle", "aiTitle", "agentName":
 			if v < len(b) && b[v] == '"' {
 				raw, n, e := readLong(b, v)
@@ -421,10 +446,38 @@ func (d *Decoder) toolUseResult(b []byte, v int, r *Record) (int, error) {
 		return skipValue(b, v)
 	}
 	var tr TaskResult
+	var created, patched bool
+	var contentLines int64
+	var edit EditResult
 	end, err := objectFields(b, v, func(key []byte, v int) (int, error) {
 		var next int
 		var err error
 		switch string(key) {
+		case "type":
+			if v < len(b) && b[v] == '"' {
+				raw, _, n, e := readString(b, v)
+				created = e == nil && string(raw) == "create"
+				return n, e
+			}
+			return skipValue(b, v)
+		case "content":
+			if v < len(b) && b[v] == '"' {
+				raw, n, e := readLong(b, v)
+				if e != nil {
+					return 0, e
+				}
+				contentLines = countLines(raw)
+				return n, nil
+			}
+			return skipValue(b, v)
+		case "structuredPatch":
+			if v < len(b) && b[v] == '[' {
+				patched = true
+				return arrayElems(b, v, func(v int) (int, error) {
+					return patchHunk(b, v, &edit)
+				})
+			}
+			return skipValue(b, v)
 		case "agentId":
 			tr.AgentID, next, err = d.str(b, v, false)
 		case "agentType":
@@ -448,7 +501,62 @@ func (d *Decoder) toolUseResult(b []byte, v int, r *Record) (int, error) {
 	if tr.AgentID != "" {
 		r.TaskResult = &tr
 	}
+	switch {
+	case created:
+		r.Edit = EditResult{Has: true, Created: true, Added: contentLines}
+	case patched:
+		edit.Has = true
+		r.Edit = edit
+	}
 	return end, nil
+}
+
+// patchHunk counts the added (+) and removed (-) lines of one
+// structuredPatch hunk.
+func patchHunk(b []byte, v int, e *EditResult) (int, error) {
+	if v >= len(b) || b[v] != '{' {
+		return skipValue(b, v)
+	}
+	return objectFields(b, v, func(key []byte, v int) (int, error) {
+		if string(key) != "lines" || v >= len(b) || b[v] != '[' {
+			return skipValue(b, v)
+		}
+		return arrayElems(b, v, func(v int) (int, error) {
+			if v+1 < len(b) && b[v] == '"' {
+				switch b[v+1] {
+				case '+':
+					e.Added++
+				case '-':
+					e.Removed++
+				}
+			}
+			return skipValue(b, v)
+		})
+	})
+}
+
+// countLines counts the lines of a JSON string's raw text: its \n
+// escapes, plus a last line without one.
+func countLines(raw []byte) int64 {
+	var n int64
+	last := byte(0)
+	for i := 0; i < len(raw); i++ {
+		if raw[i] == '\\' && i+1 < len(raw) {
+			if raw[i+1] == 'n' {
+				n++
+				last = '\n'
+			} else {
+				last = raw[i+1]
+			}
+			i++
+			continue
+		}
+		last = raw[i]
+	}
+	if len(raw) > 0 && last != '\n' {
+		n++
+	}
+	return n
 }
 
 func (d *Decoder) progressData(b []byte, v int, r *Record) (int, error) {
@@ -837,8 +945,13 @@ func (d *Decoder) block(b []byte, v int, m *Message) (int, error) {
 			tu.Name = d.internBytes(name.raw(b), name.esc)
 		}
 		if input.set {
-			if tu.Name == "Task" || tu.Name == "Agent" {
+			switch tu.Name {
+			case "Task", "Agent":
 				d.taskInput(b, input.start, &tu)
+			case "Edit", "MultiEdit", "Write", "NotebookEdit":
+				d.editInput(b, input.start, &tu)
+			case "Bash":
+				d.bashInput(b, input.start, &tu)
 			}
 			if d.opts.KeepToolIO {
 				tu.Input = capString(string(input.raw(b)), d.opts.MaxKeepBytes)
@@ -849,6 +962,10 @@ func (d *Decoder) block(b []byte, v int, m *Message) (int, error) {
 		tr := ToolResult{IsError: isError}
 		if toolUseID.set {
 			tr.ToolUseID = string(appendUnescaped(nil, toolUseID.raw(b), -1))
+		}
+		if content.set {
+			c := content.raw(b)
+			tr.Rejected = bytes.Contains(c[:min(len(c), 256)], []byte(RejectionMarker))
 		}
 		if d.opts.KeepToolIO && content.set {
 			c := content.raw(b)
@@ -899,6 +1016,93 @@ func resultError(b []byte) bool {
 
 // taskInput reads subagent_type, description and run_in_background from a
 // Task/Agent input.
+// editInput reads an edit tool's input: the extension of the file it
+// names, and a NotebookEdit's new_source line count.
+func (d *Decoder) editInput(b []byte, v int, tu *ToolUse) {
+	if v >= len(b) || b[v] != '{' {
+		return
+	}
+	deleted := false
+	_, _ = objectFields(b, v, func(key []byte, v int) (int, error) {
+		switch string(key) {
+		case "file_path", "notebook_path":
+			if v < len(b) && b[v] == '"' {
+				raw, esc, next, err := readString(b, v)
+				if err == nil {
+					if esc {
+						raw = appendUnescaped(nil, raw, 4096)
+					}
+					tu.Ext = d.internString(ExtOf(raw))
+				}
+				return next, err
+			}
+		case "new_source":
+			if v < len(b) && b[v] == '"' {
+				raw, next, err := readLong(b, v)
+				if err == nil {
+					tu.NotebookLines = countLines(raw)
+				}
+				return next, err
+			}
+		case "edit_mode":
+			if v < len(b) && b[v] == '"' {
+				raw, _, next, err := readString(b, v)
+				deleted = err == nil && string(raw) == "delete"
+				return next, err
+			}
+		}
+		return skipValue(b, v)
+	})
+	if deleted {
+		tu.NotebookLines = 0
+	}
+}
+
+// MaxShellCommand bounds the part of a shell command read for ShellFacts.
+const MaxShellCommand = 64 << 10
+
+// bashInput reads what a Bash call's command does.
+func (d *Decoder) bashInput(b []byte, v int, tu *ToolUse) {
+	if v >= len(b) || b[v] != '{' {
+		return
+	}
+	_, _ = objectFields(b, v, func(key []byte, v int) (int, error) {
+		if string(key) == "command" && v < len(b) && b[v] == '"' {
+			raw, esc, next, err := readString(b, v)
+			if err == nil {
+				if esc || len(raw) > MaxShellCommand {
+					raw = appendUnescaped(nil, raw, MaxShellCommand)
+				}
+				tu.Shell = ShellFactsOf(string(raw))
+			}
+			return next, err
+		}
+		return skipValue(b, v)
+	})
+}
+
+// ExtOf is the lower-case extension of a file path written on any OS
+// ("dockerfile" and "makefile" for files so named; "" for none, or for
+// one longer than 16 bytes).
+func ExtOf(path []byte) string {
+	name := path
+	if i := bytes.LastIndexAny(name, `/\`); i >= 0 {
+		name = name[i+1:]
+	}
+	lower := strings.ToLower(string(name))
+	switch {
+	case lower == "dockerfile" || strings.HasPrefix(lower, "dockerfile."):
+		return "dockerfile"
+	case lower == "makefile" || lower == "gnumakefile":
+		return "makefile"
+	}
+	i := strings.LastIndexByte(lower, '.')
+	if i < 0 || i == len(lower)-1 || len(lower)-i-1 > 16 {
+		return ""
+	}
+	return lower[i+1:]
+}
+
 func (d *Decoder) taskInput(b []byte, v int, tu *ToolUse) {
 	if v >= len(b) || b[v] != '{' {
 		return

@@ -25,6 +25,7 @@ const (
 	KindMode
 	KindStarted
 	KindResult
+	KindPRLink
 )
 
 // kindOf maps a raw "type" value to its Kind.
@@ -62,6 +63,8 @@ func kindOf(t []byte) Kind {
 		return KindStarted
 	case "result":
 		return KindResult
+	case "pr-link":
+		return KindPRLink
 	}
 	return KindOther
 }
@@ -167,6 +170,33 @@ type ToolUse struct {
 	Background bool
 	// Input is the raw JSON input, kept only when Options.KeepToolIO is set.
 	Input string
+	// Ext is the lower-case extension of the file an edit tool (Edit,
+	// MultiEdit, Write, NotebookEdit) names ("dockerfile" and "makefile"
+	// for those names); never the path.
+	Ext string
+	// NotebookLines is the number of lines of a NotebookEdit's
+	// new_source (0 for edit_mode delete).
+	NotebookLines int64
+	// Shell says what a Bash call's command does (see ShellFacts).
+	Shell ShellFacts
+}
+
+// ShellFacts are what a shell command does that the exporter counts.
+type ShellFacts uint8
+
+// Shell facts: a git commit (not --dry-run), a gh pr create.
+const (
+	ShellCommit ShellFacts = 1 << iota
+	ShellPRCreate
+)
+
+// EditResult is what an edit tool's toolUseResult says it changed: lines
+// added and removed by its structuredPatch, or, for a created file
+// (type create), the lines of its content as added.
+type EditResult struct {
+	Has            bool
+	Created        bool
+	Added, Removed int64
 }
 
 // ToolResult is one tool_result content block.
@@ -176,6 +206,9 @@ type ToolResult struct {
 	// InStream says it is a server tool's result block inside an
 	// assistant message (…_tool_result).
 	InStream bool
+	// Rejected says the user refused the call: the result starts with
+	// RejectionMarker.
+	Rejected bool
 	// Content is the result text, kept only when Options.KeepToolIO is set.
 	Content string
 }
@@ -303,6 +336,14 @@ type Record struct {
 	// ToolUseResultIsString is set when toolUseResult is a plain string
 	// (an error text).
 	ToolUseResultIsString bool
+	// Edit is what toolUseResult says an edit tool changed.
+	Edit EditResult
+
+	// PRURL, PRNumber and PRRepo are a pr-link record's pull request
+	// (prUrl, prNumber, prRepository), each cut at 512 bytes.
+	PRURL    string
+	PRNumber int64
+	PRRepo   string
 
 	// System records.
 	CompactTrigger   string
@@ -358,3 +399,7 @@ func (r *Record) HasEmbedded() bool {
 func (r *Record) IsSynthetic() bool {
 	return r.Kind == KindAssistant && r.Message.Model == SyntheticModel
 }
+
+// RejectionMarker starts the tool_result Claude Code writes when the user
+// refuses a tool call.
+const RejectionMarker = "The user doesn't want to proceed with this tool use"

@@ -1,0 +1,33 @@
+package transcript
+
+import "testing"
+
+func TestShellFactsOf(t *testing.T) {
+	cases := []struct {
+		cmd  string
+		want ShellFacts
+	}{
+		{`git commit -m "fix"`, ShellCommit},
+		{`git add -A && git commit -m "$(cat <<'EOF'` + "\nFix the parser\n\nCo-Authored-By: Claude\nEOF\n)\"", ShellCommit},
+		{`cd /repo && git -C sub commit -am wip`, ShellCommit},
+		{`git -c user.name=x --no-pager commit --amend --no-edit`, ShellCommit},
+		{`GIT_AUTHOR_DATE=now git commit -m x`, ShellCommit},
+		{`git commit --dry-run`, 0},
+		{`git status; git log --oneline | head`, 0},
+		{`echo git commit`, 0},
+		{`git commit-tree abc`, 0},
+		{`gh pr create --title x --body y`, ShellPRCreate},
+		{`git push -u origin HEAD && gh pr create --fill`, ShellPRCreate},
+		{`git commit -m x && git push && gh pr create --fill`, ShellCommit | ShellPRCreate},
+		{`gh pr view 12`, 0},
+		{`gh pr list`, 0},
+		{``, 0},
+		{`sudo git commit -m x`, ShellCommit},
+		{`(git commit -m x)`, ShellCommit},
+	}
+	for _, tc := range cases {
+		if got := ShellFactsOf(tc.cmd); got != tc.want {
+			t.Errorf("ShellFactsOf(%q) = %b, want %b", tc.cmd, got, tc.want)
+		}
+	}
+}
