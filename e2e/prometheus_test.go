@@ -54,6 +54,18 @@ func TestPrometheusScrapesTokenSum(t *testing.T) {
 	if err := prom.WaitForTargetsUp(ctx); err != nil {
 		t.Fatal(err)
 	}
+	// The first scrape may come before the backfill is read: wait until
+	// a scrape shows it done (on a loaded machine that takes a while).
+	for {
+		if v, err := prom.QueryValue(ctx, `max(claude_transcript_exporter_backfill_done)`); err == nil && v == 1 {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatal("no scrape showed the backfill done")
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
 	for _, q := range []struct {
 		expr string
 		want float64
