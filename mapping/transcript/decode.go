@@ -670,19 +670,8 @@ func (d *Decoder) usage(b []byte, v int, u *Usage, adv *[]AdvisorUsage) (int, er
 		case "cache_creation_input_tokens":
 			return count(&u.CacheCreation, v)
 		case "cache_creation":
-			if v < len(b) && b[v] == '{' {
-				u.HasBreakdown = true
-				return objectFields(b, v, func(key []byte, v int) (int, error) {
-					switch string(key) {
-					case "ephemeral_5m_input_tokens":
-						return count(&u.Ephemeral5m, v)
-					case "ephemeral_1h_input_tokens":
-						return count(&u.Ephemeral1h, v)
-					}
-					return skipValue(b, v)
-				})
-			}
-			return skipValue(b, v)
+			u.HasBreakdown = v < len(b) && b[v] == '{'
+			return cacheBreakdown(b, v, count, &u.Ephemeral5m, &u.Ephemeral1h)
 		case "server_tool_use":
 			if v < len(b) && b[v] == '{' {
 				return objectFields(b, v, func(key []byte, v int) (int, error) {
@@ -721,6 +710,23 @@ func (d *Decoder) usage(b []byte, v int, u *Usage, adv *[]AdvisorUsage) (int, er
 	return end, err
 }
 
+// cacheBreakdown reads a usage's cache_creation object: the 5-minute and
+// 1-hour tiers, judged by count.
+func cacheBreakdown(b []byte, v int, count func(*int64, int) (int, error), e5m, e1h *int64) (int, error) {
+	if v >= len(b) || b[v] != '{' {
+		return skipValue(b, v)
+	}
+	return objectFields(b, v, func(key []byte, v int) (int, error) {
+		switch string(key) {
+		case "ephemeral_5m_input_tokens":
+			return count(e5m, v)
+		case "ephemeral_1h_input_tokens":
+			return count(e1h, v)
+		}
+		return skipValue(b, v)
+	})
+}
+
 // iteration reads one usage.iterations[] entry and keeps it when its type
 // is advisor_message. Its counts are judged like the top-level ones: a
 // count that is not one rejects the whole usage.
@@ -747,18 +753,7 @@ func (d *Decoder) iteration(b []byte, v int, adv *[]AdvisorUsage, count func(*in
 		case "cache_creation_input_tokens":
 			return count(&it.CacheCreation, v)
 		case "cache_creation":
-			if v < len(b) && b[v] == '{' {
-				return objectFields(b, v, func(key []byte, v int) (int, error) {
-					switch string(key) {
-					case "ephemeral_5m_input_tokens":
-						return count(&it.Ephemeral5m, v)
-					case "ephemeral_1h_input_tokens":
-						return count(&it.Ephemeral1h, v)
-					}
-					return skipValue(b, v)
-				})
-			}
-			return skipValue(b, v)
+			return cacheBreakdown(b, v, count, &it.Ephemeral5m, &it.Ephemeral1h)
 		default:
 			return skipValue(b, v)
 		}
