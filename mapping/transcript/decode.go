@@ -1064,7 +1064,9 @@ func (d *Decoder) bashInput(b []byte, v int, tu *ToolUse) {
 	_, _ = objectFields(b, v, func(key []byte, v int) (int, error) {
 		if string(key) == "command" && v < len(b) && b[v] == '"' {
 			raw, esc, next, err := readString(b, v)
-			if err == nil {
+			// Most commands neither commit nor open a pull request: skip
+			// unescaping and splitting them.
+			if err == nil && (bytes.Contains(raw, []byte("commit")) || bytes.Contains(raw, []byte("create"))) {
 				if esc || len(raw) > MaxShellCommand {
 					raw = appendUnescaped(nil, raw, MaxShellCommand)
 				}
