@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/claude-transcript-exporter/claude-transcript-exporter/exporter/otlp"
 	"github.com/claude-transcript-exporter/claude-transcript-exporter/internal/discover"
 	"github.com/claude-transcript-exporter/claude-transcript-exporter/internal/safefile"
 	"github.com/claude-transcript-exporter/claude-transcript-exporter/mapping/metrics"
@@ -68,6 +69,8 @@ type Config struct {
 	StateReset         bool          // --state.reset
 
 	Traces TracesConfig
+	// Push configures the OTLP metrics push.
+	Push PushConfig
 }
 
 // TracesConfig configures span export.
@@ -134,6 +137,7 @@ func NewConfig() Config {
 		IdleTimeout:        30 * time.Minute,
 		ShutdownTimeout:    10 * time.Second,
 		StateFlushInterval: 10 * time.Second,
+		Push:               PushConfig{Exporter: "auto", Identity: otlp.Identity{Attributes: map[string]string{}}},
 		Traces: TracesConfig{
 			Exporter:        "auto",
 			CaptureMaxBytes: 4096,
@@ -234,6 +238,19 @@ func (c *Config) Validate() error {
 	}
 	if c.Settle < 10*time.Millisecond || c.Settle > 24*time.Hour {
 		return fmt.Errorf("--tail.settle: %s is outside 10ms..24h", c.Settle)
+	}
+	if c.Push.Interval != 0 && c.Push.Interval < time.Second {
+		return fmt.Errorf("--metrics.push.interval: %v, want at least 1s", c.Push.Interval)
+	}
+	for k := range c.Push.Identity.Attributes {
+		if k == "" || strings.ContainsAny(k, " \t=,") {
+			return fmt.Errorf("--identity.attribute: key %q: want a non-empty name without spaces, '=' or ','", k)
+		}
+	}
+	if c.Push.Headers != "" {
+		if _, err := ParseHeaders(c.Push.Headers); err != nil {
+			return fmt.Errorf("--metrics.push.headers: %w", err)
+		}
 	}
 	if c.AttributionLimit < 1 || c.AttributionLimit > metrics.DefaultMaxValues {
 		return fmt.Errorf("--metrics.attribution-limit: %d, want 1 to %d", c.AttributionLimit, metrics.DefaultMaxValues)

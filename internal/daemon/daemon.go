@@ -113,6 +113,11 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger, stdout io.Writer)
 	}
 
 	if cfg.Oneshot {
+		// Metrics push: the same series as the exposition, over OTLP.
+		push, err := newPush(ctx, &cfg, reg, logger.With("component", "push"), os.Getenv)
+		if err != nil {
+			return err
+		}
 		start := now()
 		files, err := scanOnce(&cfg, logger, rd, traces)
 		if err != nil {
@@ -137,6 +142,11 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger, stdout io.Writer)
 			}
 		} else if err := writeExposition(stdout, reg); err != nil {
 			return err
+		}
+		if push != nil {
+			if err := push.close(cfg.ShutdownTimeout); err != nil && exportErr == nil {
+				exportErr = err
+			}
 		}
 		return exportErr
 	}
@@ -174,6 +184,14 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger, stdout io.Writer)
 			}
 			logger.Info("state restored", "file", cfg.StateFile, "files", len(saved.Files), "written_at", saved.WrittenAt)
 		}
+	}
+
+	// Metrics push: the same series as /metrics, over OTLP, from the
+	// restored counters on (a push before the restore would look like a
+	// counter reset).
+	push, err := newPush(ctx, &cfg, reg, logger.With("component", "push"), os.Getenv)
+	if err != nil {
+		return err
 	}
 
 	// Serve.
@@ -244,6 +262,11 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger, stdout io.Writer)
 			}
 			st.wait()
 			st.save(usage, asm, rd, traces, now(), true)
+			if push != nil {
+				if err := push.close(cfg.ShutdownTimeout); err != nil {
+					logger.Warn("metrics push at shutdown incomplete", "err", err)
+				}
+			}
 			return nil
 		case err := <-srvErr:
 			return err

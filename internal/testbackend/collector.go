@@ -27,6 +27,10 @@ type Collector struct {
 	endpoint string
 	logPath  string
 
+	// metricsTo is the OTLP/HTTP metrics endpoint the metrics pipeline
+	// forwards to ("" : no metrics pipeline).
+	metricsTo string
+
 	mu   sync.Mutex
 	proc *process // nil while stopped
 	runs int      // number of starts; run i writes spans-<i>.jsonl
@@ -41,12 +45,27 @@ type Collector struct {
 // when the test ends; if the test failed, the tail of its log is printed.
 func StartCollector(t testing.TB) *Collector {
 	t.Helper()
+	return startCollector(t, "")
+}
+
+// StartMetricsCollector is StartCollector with a metrics pipeline too:
+// what the OTLP receiver gets is forwarded by the otlphttp exporter to
+// metricsURL (e.g. Prometheus' /api/v1/otlp/v1/metrics), as a team's
+// central collector does.
+func StartMetricsCollector(t testing.TB, metricsURL string) *Collector {
+	t.Helper()
+	return startCollector(t, metricsURL)
+}
+
+func startCollector(t testing.TB, metricsTo string) *Collector {
+	t.Helper()
 	bin := CollectorBinary(t)
 	c := &Collector{
-		t:        t,
-		bin:      bin,
-		dir:      t.TempDir(),
-		endpoint: fmt.Sprintf("127.0.0.1:%d", FreePort(t)),
+		t:         t,
+		bin:       bin,
+		dir:       t.TempDir(),
+		endpoint:  fmt.Sprintf("127.0.0.1:%d", FreePort(t)),
+		metricsTo: metricsTo,
 	}
 	c.logPath = filepath.Join(c.dir, "otelcol.log")
 	t.Cleanup(func() {
@@ -110,7 +129,7 @@ func (c *Collector) start() error {
 		return fmt.Errorf("already running")
 	}
 	c.runs++
-	cfg := collectorConfig(c.endpoint, c.spansPath(c.runs))
+	cfg := collectorConfig(c.endpoint, c.spansPath(c.runs), c.metricsTo)
 	cfgPath := filepath.Join(c.dir, fmt.Sprintf("config-%d.yaml", c.runs))
 	if err := os.WriteFile(cfgPath, cfg, 0o644); err != nil {
 		return err
@@ -135,7 +154,23 @@ func (c *Collector) spansPath(run int) string {
 }
 
 // collectorConfig renders the collector configuration (JSON, which is YAML).
-func collectorConfig(endpoint, spansPath string) []byte {
+func collectorConfig(endpoint, spansPath, metricsTo string) []byte {
+	pipelines := map[string]any{
+		"traces": map[string]any{
+			"receivers": []string{"otlp"},
+			"exporters": []string{"file"},
+		},
+	}
+	exporters := map[string]any{
+		"file": map[string]any{"path": spansPath, "flush_interval": "100ms"},
+	}
+	if metricsTo != "" {
+		exporters["otlphttp/metrics"] = map[string]any{"metrics_endpoint": metricsTo}
+		pipelines["metrics"] = map[string]any{
+			"receivers": []string{"otlp"},
+			"exporters": []string{"otlphttp/metrics"},
+		}
+	}
 	cfg := map[string]any{
 		"receivers": map[string]any{
 			"otlp": map[string]any{
@@ -144,20 +179,13 @@ func collectorConfig(endpoint, spansPath string) []byte {
 				},
 			},
 		},
-		"exporters": map[string]any{
-			"file": map[string]any{"path": spansPath, "flush_interval": "100ms"},
-		},
+		"exporters": exporters,
 		"service": map[string]any{
 			"telemetry": map[string]any{
 				// No own metrics: nothing binds the default :8888.
 				"metrics": map[string]any{"level": "none"},
 			},
-			"pipelines": map[string]any{
-				"traces": map[string]any{
-					"receivers": []string{"otlp"},
-					"exporters": []string{"file"},
-				},
-			},
+			"pipelines": pipelines,
 		},
 	}
 	data, err := json.MarshalIndent(cfg, "", "  ")

@@ -45,6 +45,10 @@ type PromOptions struct {
 	RuleFiles []string
 	// ExtraArgs are appended to the prometheus command line.
 	ExtraArgs []string
+	// OTLP turns on the OTLP receiver (/api/v1/otlp/v1/metrics), keeping
+	// metric names as sent and making service.instance.id the instance
+	// label, as deploy/team configures it.
+	OTLP bool
 }
 
 // JobName is the scrape job name of PromOptions.Targets[i]: "target-<i>".
@@ -90,11 +94,15 @@ func StartPrometheus(t testing.TB, opts PromOptions) *Prometheus {
 		client:  &http.Client{Timeout: 10 * time.Second},
 		logPath: filepath.Join(dir, "prometheus.log"),
 	}
-	args := append([]string{
+	args := []string{
 		"--config.file=" + cfgPath,
 		"--storage.tsdb.path=" + dataDir,
 		"--web.listen-address=" + addr,
-	}, opts.ExtraArgs...)
+	}
+	if opts.OTLP {
+		args = append(args, "--web.enable-otlp-receiver")
+	}
+	args = append(args, opts.ExtraArgs...)
 	var err error
 	p.proc, err = startProcess("prometheus", bin, args, p.logPath)
 	if err != nil {
@@ -154,6 +162,12 @@ func promConfig(opts PromOptions, selfAddr string) ([]byte, []string) {
 	}
 	if len(opts.RuleFiles) > 0 {
 		cfg["rule_files"] = opts.RuleFiles
+	}
+	if opts.OTLP {
+		cfg["otlp"] = map[string]any{
+			"translation_strategy":        "NoTranslation",
+			"promote_resource_attributes": []string{"host.name", "user.name"},
+		}
 	}
 	data, err := json.MarshalIndent(cfg, "", "  ")
 	if err != nil {

@@ -1,0 +1,120 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/claude-transcript-exporter/claude-transcript-exporter/internal/indepcount"
+	"github.com/claude-transcript-exporter/claude-transcript-exporter/internal/testbackend"
+)
+
+// TestThreeMachinesPushToOneCollector is a team: three exporters, each
+// over another corpus tree (another laptop), push OTLP metrics to one
+// real OpenTelemetry Collector, which forwards them to a real Prometheus 3
+// through its OTLP receiver; nothing scrapes a laptop. PromQL on that
+// Prometheus gives, per instance, exactly each tree's independent count,
+// and their sum. Then one exporter restarts on its state file: its series
+// neither reset nor double.
+func TestThreeMachinesPushToOneCollector(t *testing.T) {
+	prom := testbackend.StartPrometheus(t, testbackend.PromOptions{OTLP: true})
+	col := testbackend.StartMetricsCollector(t, prom.URL()+"/api/v1/otlp/v1/metrics")
+	trees := map[string]string{"laptop-a": "spotter", "laptop-b": "eduardodmb", "laptop-c": "swordintel"}
+	want := map[string]float64{}
+	var wantSum float64
+	type machine struct {
+		addr, state string
+		args        []string
+		proc        *daemonProc
+	}
+	machines := map[string]*machine{}
+	for inst, tree := range trees {
+		dir := filepath.Join(testbackend.CorpusDir(t), tree)
+		ic, err := indepcount.Count(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, types := range ic.Tokens {
+			for _, n := range types {
+				want[inst] += float64(n)
+				wantSum += float64(n)
+			}
+		}
+		m := &machine{addr: fmt.Sprintf("127.0.0.1:%d", testbackend.FreePort(t)), state: filepath.Join(t.TempDir(), "state")}
+		m.args = []string{"--claude.dir=" + dir, "--state.file=" + m.state, "--traces.exporter=none",
+			"--metrics.push=otlp", "--metrics.push.endpoint=" + col.Endpoint(), "--metrics.push.insecure",
+			"--metrics.push.interval=1s", "--identity.attribute=service.instance.id=" + inst, "--identity.attribute=team=core"}
+		m.proc = startDaemon(t, m.addr, m.args...)
+		t.Cleanup(func() { m.proc.stop(t) })
+		waitReady(t, m.addr, m.proc)
+		machines[inst] = m
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	perInstance := func() map[string]float64 {
+		res, err := prom.Query(ctx, `sum by (instance) (claude_transcript_tokens_total{job="claude-transcript-exporter"})`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := map[string]float64{}
+		for _, s := range res.Samples {
+			got[s.Labels["instance"]] = s.Value
+		}
+		return got
+	}
+	equal := func(got map[string]float64) bool {
+		if len(got) != len(want) {
+			return false
+		}
+		for k, v := range want {
+			if got[k] != v {
+				return false
+			}
+		}
+		return true
+	}
+	var got map[string]float64
+	for {
+		got = perInstance()
+		if equal(got) {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("tokens per instance = %v, independent count %v", got, want)
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+	sum, err := prom.QueryValue(ctx, `sum(claude_transcript_tokens_total)`)
+	if err != nil || sum != wantSum {
+		t.Errorf("sum over the team = %v (%v), want %v", sum, err, wantSum)
+	}
+	// Identity went on the resource, not on the series: target_info
+	// carries the team; the token series have no team label.
+	if v, err := prom.QueryValue(ctx, `count(target_info{job="claude-transcript-exporter",team="core"})`); err != nil || v != 3 {
+		t.Errorf("target_info with team=core: %v (%v), want 3", v, err)
+	}
+	if v, err := prom.QueryValue(ctx, `count(claude_transcript_tokens_total{team!=""}) or vector(0)`); err != nil || v != 0 {
+		t.Errorf("series with a team label: %v (%v), want 0", v, err)
+	}
+
+	// Restart laptop-b on its state file: nothing is appended, so its
+	// total stays, and no push in between or after shows a reset.
+	b := machines["laptop-b"]
+	b.proc.stop(t)
+	b.proc = startDaemon(t, b.addr, b.args...)
+	waitReady(t, b.addr, b.proc)
+	time.Sleep(3 * time.Second) // three pushes of the restarted exporter
+	if got := perInstance(); !equal(got) {
+		t.Errorf("after a restart: tokens per instance = %v, want %v", got, want)
+	}
+	if v, err := prom.QueryValue(ctx, `sum(resets(claude_transcript_tokens_total{instance="laptop-b"}[5m]))`); err != nil || v != 0 {
+		t.Errorf("resets of laptop-b's counters over the restart: %v (%v), want 0", v, err)
+	}
+	if v, err := prom.QueryValue(ctx, `sum(increase(claude_transcript_tokens_total{instance="laptop-b"}[5m]))`); err != nil || v != 0 {
+		t.Errorf("increase of laptop-b's tokens over the restart: %v (%v), want 0 (nothing was appended)", v, err)
+	}
+}
