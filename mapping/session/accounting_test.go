@@ -208,3 +208,28 @@ func TestToolCallsCarryEditFactsAndPullRequestsCountOnce(t *testing.T) {
 		t.Errorf("%d pull requests, want 2 (one linked three times)", len(log.prs))
 	}
 }
+
+// TestRestoredRequestKeepsItsDayAndAttribution: a request emitted before
+// a restart, grown by a copy after it, is priced on its own day and
+// counted under its own spender and modifiers.
+func TestRestoredRequestKeepsItsDayAndAttribution(t *testing.T) {
+	line := func(session string, out int64) string {
+		return withUsage(t, A{UUID: "a1", Parent: "u1", Session: session, Sec: 1, Msg: "msg_1", Req: "req_1", In: 3, Out: out, Stop: "end_turn"}.String(),
+			map[string]any{"speed": "fast"}, nil, map[string]any{"effort": "high"})
+	}
+	first := newFeeder(t, Config{})
+	first.files(at(0), file{sessionPath(sessA), []string{U{UUID: "u1", Sec: 0, Text: "Go."}.String(), line(sessA, 10)}})
+	first.flush(at(4), false)
+	st := first.asm.State()
+
+	second := newFeeder(t, Config{})
+	if err := second.asm.Restore(st, at(5)); err != nil {
+		t.Fatal(err)
+	}
+	second.files(at(6), file{sessionPath(sessB), []string{U{UUID: "u1", Session: sessB, Sec: 0, Text: "Go."}.String(), line(sessB, 25)}})
+	u := one(t, "update", second.log.updates)
+	want := Attribution{Spender: SpenderMain, Effort: "high", Speed: "fast"}
+	if u.Day != DayOf(at(1)) || u.Attribution != want || u.Delta.Output != 15 || u.Before.Output != 10 {
+		t.Errorf("update after restore = %+v, want day %d, %+v, delta 15 over 10", u, DayOf(at(1)), want)
+	}
+}

@@ -558,7 +558,7 @@ func (a *Assembler) assistant(c *ctxState, r *transcript.Record, now time.Time) 
 					if !ok {
 						al := lab
 						al.model = adv.Model
-						ad = doneReq{lab: a.labels(al)}
+						ad = doneReq{lab: a.labels(al), day: d.day}
 					}
 					a.grow(ak, &ad, a.labelList[ad.lab], where, m.ID, adv.Tokens, true)
 					a.done.put(ak, ad)
@@ -995,16 +995,17 @@ func (a *Assembler) emitRequest(st *reqState) {
 	}
 	attr := Attribution{Spender: a.spender(st.where), Skill: st.skill, Plugin: st.plugin, Effort: st.effort,
 		MCPServer: st.mcpServer, Speed: st.usage.Speed, Geo: st.usage.Geo}
-	lab := reqLabels{project: st.where.Project, model: st.model, attr: attr, day: DayOf(laterOf(st.start, end))}
+	lab := reqLabels{project: st.where.Project, model: st.model, attr: attr}
+	day := DayOf(laterOf(st.start, end))
 	a.done.put(idKey(keyRequest, st.msgID), doneReq{counted: counted, out: st.usage.Output, total: st.usage.Total(),
-		lab: a.labels(lab)})
+		lab: a.labels(lab), day: day})
 	advisor := AdvisorTokensOf(st.advisor)
 	for _, adv := range advisor {
 		al := lab
 		al.model = adv.Model
 		a.done.put(advisorKey(st.msgID, adv.Model), doneReq{counted: adv.Tokens, out: adv.Tokens.Output,
 			total: adv.Tokens.Input + adv.Tokens.Output + adv.Tokens.CacheRead + adv.Tokens.CacheWrite5m + adv.Tokens.CacheWrite1h,
-			lab:   a.labels(al)})
+			lab:   a.labels(al), day: day})
 	}
 	a.sink.Request(&Request{
 		Where:           st.where,
@@ -1058,7 +1059,7 @@ func (a *Assembler) grow(key uint64, d *doneReq, lab reqLabels, where Where, msg
 	d.counted = d.counted.Max(cur)
 	where.Project = lab.project
 	a.sink.RequestUpdate(&RequestUpdate{Where: where, MessageID: msgID, Model: lab.model, Delta: delta,
-		Attribution: lab.attr, Before: before, Day: lab.day, Advisor: advisor})
+		Attribution: lab.attr, Before: before, Day: d.day, Advisor: advisor})
 }
 
 // advisorKey is the dedup key of the advisor's inferences under one model

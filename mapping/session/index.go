@@ -66,17 +66,19 @@ type doneReq struct {
 	out     int64
 	total   int64
 	lab     uint32
+	// day is the request's UTC day (Unix days; 0 unknown): a later copy
+	// is priced on it.
+	day int32
 }
 
 // reqLabels are the labels requests were counted under, which a later,
 // better copy is counted under too: the project, the model, who spent it
-// and how it is priced, and its UTC day (prices are dated). Few requests
-// have labels of their own, so the index refers to them by number.
+// and how it is priced. Few requests have labels of their own, so the
+// index refers to them by number.
 type reqLabels struct {
 	project string
 	model   string
 	attr    Attribution
-	day     int32
 }
 
 // labels returns the index of the shared labels k.
@@ -218,10 +220,11 @@ type doneVal struct {
 	counted    [6]uint32 // the Tokens fields, in order
 	out, total uint32
 	lab        uint32
+	day        int32
 }
 
 func packDone(d doneReq) (doneVal, bool) {
-	v := doneVal{lab: d.lab}
+	v := doneVal{lab: d.lab, day: d.day}
 	c := d.counted
 	for i, n := range [...]int64{c.Input, c.Output, c.CacheRead, c.CacheWrite5m, c.CacheWrite1h, c.WebSearch, d.out, d.total} {
 		if n < 0 || n > math.MaxUint32 {
@@ -244,12 +247,12 @@ func (v doneVal) unpack() doneReq {
 	return doneReq{
 		counted: Tokens{Input: int64(c[0]), Output: int64(c[1]), CacheRead: int64(c[2]),
 			CacheWrite5m: int64(c[3]), CacheWrite1h: int64(c[4]), WebSearch: int64(c[5])},
-		out: int64(v.out), total: int64(v.total), lab: v.lab,
+		out: int64(v.out), total: int64(v.total), lab: v.lab, day: v.day,
 	}
 }
 
 // doneIndex maps the keys of emitted requests to what they keep, at about
-// 44 bytes a request, laid out as keySet is.
+// 48 bytes a request, laid out as keySet is.
 type doneIndex struct {
 	keys   []uint64
 	vals   []doneVal

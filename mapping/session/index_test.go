@@ -145,10 +145,10 @@ func TestDoneIndexAgreesWithAMap(t *testing.T) {
 }
 
 // TestDoneValueKeepsEveryCount: a done request packs into 32 bits a field
-// and back unchanged, web searches included; one that does not fit is
+// and back unchanged, web searches and the day included; one that does not fit is
 // not packed (doneIndex keeps it whole).
 func TestDoneValueKeepsEveryCount(t *testing.T) {
-	d := doneReq{counted: Tokens{Input: 1, Output: 2, CacheRead: 3, CacheWrite5m: 4, CacheWrite1h: 5, WebSearch: 6}, out: 7, total: 8, lab: 9}
+	d := doneReq{counted: Tokens{Input: 1, Output: 2, CacheRead: 3, CacheWrite5m: 4, CacheWrite1h: 5, WebSearch: 6}, out: 7, total: 8, lab: 9, day: 20412}
 	v, ok := packDone(d)
 	if !ok || v.unpack() != d {
 		t.Fatalf("packed %v (%v), unpacked %+v, want %+v", v, ok, v.unpack(), d)

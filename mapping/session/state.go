@@ -46,15 +46,16 @@ type DoneRequest struct {
 	Counted Tokens `json:"c"`
 	Out     int64  `json:"o"`
 	Total   int64  `json:"t"`
+	// Day is the request's UTC day (since version 3 of the state file).
+	Day int32 `json:"d,omitempty"`
 }
 
 // LabelState is a set of labels requests were counted under.
 type LabelState struct {
 	Project string `json:"p"`
 	Model   string `json:"m"`
-	// Since version 3.
+	// Since version 3 of the state file.
 	Attribution Attribution `json:"a"`
-	Day         int32       `json:"d,omitempty"`
 }
 
 // RequestState is a request not yet emitted (version 1: or emitted).
@@ -156,11 +157,11 @@ func (a *Assembler) State() State {
 	}
 	st.Labels = make([]LabelState, len(a.labelList))
 	for i, l := range a.labelList {
-		st.Labels[i] = LabelState{Project: l.project, Model: l.model, Attribution: l.attr, Day: l.day}
+		st.Labels[i] = LabelState{Project: l.project, Model: l.model, Attribution: l.attr}
 	}
 	st.DoneRequests = make([]DoneRequest, 0, a.done.len())
 	a.done.each(func(k uint64, d doneReq) {
-		st.DoneRequests = append(st.DoneRequests, DoneRequest{Key: k, Label: d.lab, Counted: d.counted, Out: d.out, Total: d.total})
+		st.DoneRequests = append(st.DoneRequests, DoneRequest{Key: k, Label: d.lab, Counted: d.counted, Out: d.out, Total: d.total, Day: d.day})
 	})
 	for _, t := range a.tools {
 		if t.done {
@@ -222,13 +223,13 @@ func (a *Assembler) Restore(st State, now time.Time) error {
 	clear(a.ctxs)
 	labels := make([]uint32, len(st.Labels))
 	for i, l := range st.Labels {
-		labels[i] = a.labels(reqLabels{project: l.Project, model: l.Model, attr: l.Attribution, day: l.Day})
+		labels[i] = a.labels(reqLabels{project: l.Project, model: l.Model, attr: l.Attribution})
 	}
 	for _, d := range st.DoneRequests {
 		if int(d.Label) >= len(labels) {
 			return fmt.Errorf("restore assembler state: request label %d of %d", d.Label, len(labels))
 		}
-		a.done.put(d.Key, doneReq{counted: d.Counted, out: d.Out, total: d.Total, lab: labels[d.Label]})
+		a.done.put(d.Key, doneReq{counted: d.Counted, out: d.Out, total: d.Total, lab: labels[d.Label], day: d.Day})
 	}
 	for _, r := range st.Requests {
 		if r.Emitted { // version 1
