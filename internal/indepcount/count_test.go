@@ -160,7 +160,7 @@ func TestCount(t *testing.T) {
 				w.ToolCalls["Edit"] = map[string]int64{OutcomeError: 1}                       // copies disagree: error wins
 				w.ToolErrors = 3
 				w.SyntheticMessages = 1
-				w.EditDecisions["Edit|accept|"] = 1 // a failed edit was still accepted by the user
+				// The failed Edit was refused before the user was asked: no decision.
 				return w
 			},
 			conflicts: 2,

@@ -368,7 +368,7 @@ func (m *Mapper) ToolCall(c *session.ToolCall) {
 		if c.Shell&transcript.ShellCommit != 0 {
 			m.obs.AddCommit(p)
 		}
-		if c.Shell&transcript.ShellPRCreate != 0 && !c.PRLinkedBefore {
+		if c.Shell&transcript.ShellPRCreate != 0 && !c.PRSeenBefore {
 			m.obs.AddPullRequest(PRCreated, p)
 		}
 	}

@@ -299,7 +299,7 @@ func TestEditToolCallsCountDecisionsAndLines(t *testing.T) {
 			map[string]int64{"NotebookEdit|accept|jupyter": 1}, map[string]int64{"added|NotebookEdit|jupyter": 1, "removed|NotebookEdit|jupyter": 1}, 0, nil},
 		{"notebook delete", session.ToolCall{Name: "NotebookEdit", Ext: "ipynb", Outcome: ok},
 			map[string]int64{"NotebookEdit|accept|jupyter": 1}, map[string]int64{}, 0, nil},
-		{"pull request already linked", session.ToolCall{Name: "Bash", Outcome: ok, Shell: transcript.ShellPRCreate, PRLinkedBefore: true},
+		{"pull request already linked", session.ToolCall{Name: "Bash", Outcome: ok, Shell: transcript.ShellPRCreate, PRSeenBefore: true},
 			map[string]int64{}, map[string]int64{}, 0, nil},
 		{"failed pull request", session.ToolCall{Name: "Bash", Outcome: failed, Shell: transcript.ShellPRCreate},
 			map[string]int64{}, map[string]int64{}, 0, nil},

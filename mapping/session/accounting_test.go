@@ -212,8 +212,9 @@ func TestToolCallsCarryEditFactsAndPullRequestsCountOnce(t *testing.T) {
 
 // TestPullRequestCountsOnceWhetherCreatedOrLinked: a pull request a
 // successful gh pr create printed and a pr-link naming it are one pull
-// request, whichever is read first and in whichever session; a failed
-// call or one whose output names no pull request dedups nothing.
+// request, whichever is read first and in whichever session, and so are
+// two calls printing it; a failed call or one whose output names no pull
+// request dedups nothing.
 func TestPullRequestCountsOnceWhetherCreatedOrLinked(t *testing.T) {
 	ghCall := func(uuid, parent string, sec int, id string) string {
 		return A{UUID: uuid, Parent: parent, Sec: sec, Msg: "msg_" + uuid, Out: 5, Stop: "tool_use",
@@ -250,6 +251,9 @@ func TestPullRequestCountsOnceWhetherCreatedOrLinked(t *testing.T) {
 			ghResult("u4", "a3", 9, "toolu_gh3", true, "https://github.com/o/r/pull/9"),
 			ghCall("a4", "u4", 10, "toolu_gh4"),
 			ghResult("u5", "a4", 11, "toolu_gh4", false, "Warning: 1 uncommitted change"),
+			// #7 printed again by another call.
+			ghCall("a5", "u5", 11, "toolu_gh5"),
+			ghResult("u6", "a5", 11, "toolu_gh5", false, "https://github.com/o/r/pull/7"),
 		}},
 		file{sessionPath(sessB), []string{
 			// #9's call failed: its link is a pull request.
@@ -258,14 +262,14 @@ func TestPullRequestCountsOnceWhetherCreatedOrLinked(t *testing.T) {
 		}},
 	)
 	linkedBefore := map[string]bool{}
-	for _, id := range []string{"toolu_gh1", "toolu_gh2", "toolu_gh3", "toolu_gh4"} {
+	for _, id := range []string{"toolu_gh1", "toolu_gh2", "toolu_gh3", "toolu_gh4", "toolu_gh5"} {
 		c := one(t, id, log.toolsOf(id))
 		if c.Shell != transcript.ShellPRCreate {
 			t.Errorf("%s: shell %b", id, c.Shell)
 		}
-		linkedBefore[id] = c.PRLinkedBefore
+		linkedBefore[id] = c.PRSeenBefore
 	}
-	if want := map[string]bool{"toolu_gh1": false, "toolu_gh2": true, "toolu_gh3": false, "toolu_gh4": false}; !maps.Equal(linkedBefore, want) {
+	if want := map[string]bool{"toolu_gh1": false, "toolu_gh2": true, "toolu_gh3": false, "toolu_gh4": false, "toolu_gh5": true}; !maps.Equal(linkedBefore, want) {
 		t.Errorf("linked before: %v, want %v", linkedBefore, want)
 	}
 	if len(log.prs) != 2 {

@@ -801,7 +801,7 @@ func (a *Assembler) finishTool(t *toolState, res *earlyResult) {
 	if call.Shell&transcript.ShellPRCreate != 0 && call.Outcome == OutcomeOK && res.prURL != "" {
 		// The pull request gh pr create opened counts once, with this
 		// call, unless a pr-link naming it came first.
-		call.PRLinkedBefore = !a.firstSeen(keyPR, PullRequestKey(res.prURL, "", 0))
+		call.PRSeenBefore = !a.firstSeen(keyPR, PullRequestKey(res.prURL, "", 0))
 	}
 	if !call.Start.IsZero() && !at.IsZero() {
 		if at.Before(call.Start) {

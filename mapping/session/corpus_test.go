@@ -82,7 +82,7 @@ func (t *tally) ToolCall(c *ToolCall) {
 	if c.Outcome == OutcomeOK && c.Shell&transcript.ShellCommit != 0 {
 		t.edits["commit"]++
 	}
-	if c.Outcome == OutcomeOK && c.Shell&transcript.ShellPRCreate != 0 && !c.PRLinkedBefore {
+	if c.Outcome == OutcomeOK && c.Shell&transcript.ShellPRCreate != 0 && !c.PRSeenBefore {
 		t.edits["pr"]++
 	}
 }

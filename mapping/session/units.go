@@ -245,9 +245,10 @@ type ToolCall struct {
 	// tool's result says it changed.
 	Rejected bool
 	Edit     transcript.EditResult
-	// PRLinkedBefore says the pull request a successful gh pr create
-	// printed was already counted from a pr-link record read before it.
-	PRLinkedBefore bool
+	// PRSeenBefore says the pull request a successful gh pr create
+	// printed was already counted: from a pr-link record or another gh
+	// pr create call read before it.
+	PRSeenBefore bool
 }
 
 // PullRequest is a pull request a session linked (a pr-link record),
