@@ -3,9 +3,9 @@ package e2e
 import (
 	"flag"
 	"math"
-	"slices"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"

@@ -259,7 +259,7 @@ func TestCountLineOf20MB(t *testing.T) {
 	want.RequestsByStop["tool_use"] = 1
 	want.RequestsByStop["end_turn"] = 1
 	want.ToolCalls["Write"] = map[string]int64{OutcomeOK: 1}
-	want.EditDecisions["Write|accept|"] = 1
+	want.EditDecisions["Write|accept|none"] = 1
 	checkTotals(t, got, want, 0, nil)
 }
 
