@@ -5,6 +5,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -102,19 +103,21 @@ func TestOneshotCountersEqualIndependentCount(t *testing.T) {
 			compareMaps(t, "tokens{spender|type}", sumBy(mfs, "claude_transcript_tokens_total", "spender", "type"), wantSpend)
 			compareMaps(t, "cache_misses{reason|model}", sumBy(mfs, "claude_transcript_cache_misses_total", "reason", "model"), floats(want.CacheMisses))
 			compareMaps(t, "cache_miss_input_tokens{reason|model}", sumBy(mfs, "claude_transcript_cache_miss_input_tokens_total", "reason", "model"), floats(want.CacheMissTokens))
-			// Lines of code and edit decisions: the independent count keys
-			// them by file extension; the exporter labels the language.
-			wantLOC, wantDecisions := map[string]float64{}, map[string]float64{}
-			for k, n := range want.LinesOfCode {
-				parts := strings.SplitN(k, "|", 3)
-				wantLOC[parts[0]+"|"+parts[1]+"|"+metrics.LanguageOf(parts[2])] += float64(n)
+			// Lines of code and edit decisions, by the language label each
+			// side derives from the file extension by its own table.
+			loc := sumBy(mfs, "claude_transcript_lines_of_code_total", "type", "tool", "language")
+			decisions := sumBy(mfs, "claude_transcript_code_edit_decisions_total", "tool", "decision", "language")
+			compareMaps(t, "lines_of_code{type|tool|language}", loc, floats(want.LinesOfCode))
+			compareMaps(t, "code_edit_decisions{tool|decision|language}", decisions, floats(want.EditDecisions))
+			byKind := func(m map[string]float64, i int) map[string]float64 {
+				out := map[string]float64{}
+				for k, v := range m {
+					out[strings.Split(k, "|")[i]] += v
+				}
+				return out
 			}
-			for k, n := range want.EditDecisions {
-				parts := strings.SplitN(k, "|", 3)
-				wantDecisions[parts[0]+"|"+parts[1]+"|"+metrics.LanguageOf(parts[2])] += float64(n)
-			}
-			compareMaps(t, "lines_of_code{type|tool|language}", sumBy(mfs, "claude_transcript_lines_of_code_total", "type", "tool", "language"), wantLOC)
-			compareMaps(t, "code_edit_decisions{tool|decision|language}", sumBy(mfs, "claude_transcript_code_edit_decisions_total", "tool", "decision", "language"), wantDecisions)
+			t.Logf("lines %v, decisions %v, commits %d, pull requests created %d linked %d", byKind(loc, 0), byKind(decisions, 1),
+				want.Commits, want.PullRequestsCreated, want.PullRequestsLinked)
 			wantPRs := map[string]float64{}
 			if want.PullRequestsCreated > 0 {
 				wantPRs["gh_pr_create"] = float64(want.PullRequestsCreated)
@@ -161,6 +164,21 @@ func floats(m map[string]int64) map[string]float64 {
 		out[k] = float64(v)
 	}
 	return out
+}
+
+// TestLanguageTablesAgree: the exporter's extension-to-language table
+// and the independent count's name the same extensions, each under the
+// same language.
+func TestLanguageTablesAgree(t *testing.T) {
+	exporter, indep := metrics.Extensions(), indepcount.Extensions()
+	if !slices.Equal(exporter, indep) {
+		t.Errorf("extensions differ:\n exporter %v\n independent count %v", exporter, indep)
+	}
+	for _, ext := range append(exporter, "", "zzz", "GO") {
+		if a, b := metrics.LanguageOf(ext), indepcount.Language(ext); a != b {
+			t.Errorf("extension %q: exporter %q, independent count %q", ext, a, b)
+		}
+	}
 }
 
 func compareMaps(t *testing.T, what string, got, want map[string]float64) {

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 )
 
@@ -46,8 +47,8 @@ type Totals struct {
 	AdvisorTokens       map[string]map[string]int64 // advisor model -> type -> tokens of advisor_message iterations
 	CacheMisses         map[string]int64            // reason|model -> requests whose lines say why the prompt cache missed
 	CacheMissTokens     map[string]int64            // reason|model -> cache_missed_input_tokens of those
-	LinesOfCode         map[string]int64            // added|removed + "|" + tool + "|" + file extension -> lines
-	EditDecisions       map[string]int64            // tool|accept or reject|file extension -> calls
+	LinesOfCode         map[string]int64            // added|removed + "|" + tool + "|" + language (of the file extension) -> lines
+	EditDecisions       map[string]int64            // tool|accept or reject|language -> calls
 	Commits             int64                       // successful Bash calls running git commit (not --dry-run)
 	PullRequestsCreated int64                       // successful Bash calls running gh pr create
 	PullRequestsLinked  int64                       // distinct pull requests of pr-link records
@@ -104,6 +105,8 @@ type firstResult struct {
 	rejected       bool
 	hasEdit        bool
 	added, removed int64
+	prURL          string // the last pull request URL in a shell result's stdout
+	seq            int    // lineSeq of its line
 }
 
 // counter holds everything collected while reading the files; the totals are
@@ -120,7 +123,9 @@ type counter struct {
 	toolResults     map[string][]bool
 	toolResultOrder []string
 	firstResults    map[string]firstResult
-	prKeys          map[string]bool
+	prKeys          map[string]int // pull request key -> lineSeq of its first pr-link
+	lineSeq         int            // lines read so far, across files
+	created         []firstResult  // results of successful gh pr create calls
 
 	compactionUUIDs map[string]bool
 
@@ -173,7 +178,7 @@ func Count(claudeDir string) (*Totals, error) {
 		compactionUUIDs: map[string]bool{},
 		first:           map[string]*reqFirst{},
 		firstResults:    map[string]firstResult{},
-		prKeys:          map[string]bool{},
+		prKeys:          map[string]int{},
 		metaType:        map[string]string{},
 		taskType:        map[string]string{},
 		agentTool:       map[string]string{},
@@ -273,6 +278,7 @@ func (c *counter) line(where, agent string, line []byte) {
 	if len(bytes.TrimSpace(line)) == 0 {
 		return
 	}
+	c.lineSeq++
 	var v any
 	if err := json.Unmarshal(line, &v); err != nil {
 		c.t.MalformedLines++
@@ -307,13 +313,9 @@ func (c *counter) line(where, agent string, line []byte) {
 			c.compaction(rec)
 		}
 	case "pr-link":
-		key := str(rec["prUrl"])
-		if n := num(rec["prNumber"]); key == "" && n > 0 {
-			key = fmt.Sprintf("%s#%d", str(rec["prRepository"]), n)
-		}
-		if key != "" && !c.prKeys[key] {
-			c.prKeys[key] = true
-			c.t.PullRequestsLinked++
+		key := prKey(str(rec["prUrl"]), str(rec["prRepository"]), num(rec["prNumber"]))
+		if _, seen := c.prKeys[key]; key != "" && !seen {
+			c.prKeys[key] = c.lineSeq
 		}
 	}
 }
@@ -344,9 +346,10 @@ func (c *counter) carrier(where, agent string, rec map[string]any) {
 			if _, seen := c.firstResults[id]; seen || id == "" {
 				continue
 			}
-			f := firstResult{rejected: rejection(block["content"])}
+			f := firstResult{rejected: rejection(block["content"]), seq: c.lineSeq}
 			if tr, ok := rec["toolUseResult"].(map[string]any); ok && len(blocks) == 1 {
 				f.hasEdit, f.added, f.removed = editOf(tr)
+				f.prURL = lastPRURL(str(tr["stdout"]))
 			}
 			c.firstResults[id] = f
 		}
@@ -566,6 +569,8 @@ func (c *counter) finish() {
 		}
 	}
 
+	c.pullRequests()
+
 	// Orphan tool results.
 	orphanIDs, orphanBlocks := 0, 0
 	for _, id := range c.toolResultOrder {
@@ -676,21 +681,21 @@ func (c *counter) edits(u toolUse, r firstResult, outcome string) {
 	}
 	switch u.name {
 	case "Edit", "MultiEdit", "Write", "NotebookEdit":
-		decision := "accept"
-		if r.rejected {
-			decision = "reject"
-		}
-		t.EditDecisions[u.name+"|"+decision+"|"+u.ext]++
-		if r.rejected || outcome != OutcomeOK {
+		switch {
+		case r.rejected:
+			t.EditDecisions[u.name+"|reject|"+Language(u.ext)]++
 			return
+		case outcome != OutcomeOK:
+			return // failed before the user was asked: no decision
 		}
+		t.EditDecisions[u.name+"|accept|"+Language(u.ext)]++
 		added, removed := r.added, r.removed
 		if !r.hasEdit && u.name == "NotebookEdit" {
 			added = u.notebookLines
 		}
 		if added > 0 || removed > 0 {
-			t.LinesOfCode["added|"+u.name+"|"+u.ext] += added
-			t.LinesOfCode["removed|"+u.name+"|"+u.ext] += removed
+			t.LinesOfCode["added|"+u.name+"|"+Language(u.ext)] += added
+			t.LinesOfCode["removed|"+u.name+"|"+Language(u.ext)] += removed
 		}
 	case "Bash":
 		if outcome != OutcomeOK {
@@ -700,9 +705,68 @@ func (c *counter) edits(u toolUse, r firstResult, outcome string) {
 			t.Commits++
 		}
 		if u.prCreate {
-			t.PullRequestsCreated++
+			c.created = append(c.created, r)
 		}
 	}
+}
+
+// pullRequests counts each pull request once, under the source of the
+// line that named it first: a successful gh pr create's result (by the
+// URL its stdout printed last; one that printed none always counts) or a
+// pr-link record.
+func (c *counter) pullRequests() {
+	first := map[string]int{} // key -> seq of the first gh pr create result naming it
+	for _, r := range c.created {
+		key := prKey(r.prURL, "", 0)
+		if key == "" {
+			c.t.PullRequestsCreated++
+			continue
+		}
+		if s, ok := first[key]; !ok || r.seq < s {
+			first[key] = r.seq
+		}
+	}
+	for key, s := range first {
+		if linked, ok := c.prKeys[key]; ok && linked < s {
+			continue
+		}
+		c.t.PullRequestsCreated++
+	}
+	for key, linked := range c.prKeys {
+		if s, ok := first[key]; ok && s < linked {
+			continue
+		}
+		c.t.PullRequestsLinked++
+	}
+}
+
+var (
+	// prURLRe finds pull request URLs in output text.
+	prURLRe = regexp.MustCompile(`https?://[^\s"'<>()\[\]\\]+?/pull/[0-9]+`)
+	// prPathRe reads owner, repository and number from a pull request URL.
+	prPathRe = regexp.MustCompile(`^https?://[^/]+/(?:[^?#]*/)?([^/?#]+)/([^/?#]+)/pull/([0-9]+)(?:[/?#].*)?$`)
+)
+
+// lastPRURL is the last pull request URL in a command's output.
+func lastPRURL(out string) string {
+	all := prURLRe.FindAllString(out, -1)
+	if len(all) == 0 {
+		return ""
+	}
+	return all[len(all)-1]
+}
+
+// prKey identifies a pull request: "owner/repo#n" in lower case from its
+// URL, else from repository and number, else the URL.
+func prKey(url, repo string, number int64) string {
+	if m := prPathRe.FindStringSubmatch(url); m != nil && strings.TrimLeft(m[3], "0") != "" {
+		n, _ := strconv.ParseInt(m[3], 10, 64)
+		return strings.ToLower(m[1]+"/"+m[2]) + "#" + strconv.FormatInt(n, 10)
+	}
+	if repo != "" && number > 0 {
+		return fmt.Sprintf("%s#%d", strings.ToLower(repo), number)
+	}
+	return url
 }
 
 // rejectionText starts the result of a tool call the user refused.
@@ -787,9 +851,21 @@ var (
 	prRe     = regexp.MustCompile(prefix + `gh\s+pr\s+create(?:\s|$|[;&|\n)}\x60])`)
 )
 
+// quotedRe matches, left to right, a line continuation, a backslash
+// escape, and single- and double-quoted text (to the end when unclosed).
+var quotedRe = regexp.MustCompile(`(?s)\\\n|\\.|'[^']*(?:'|$)|"(?:[^"\\]|\\.)*(?:"|$)`)
+
 // shellCounts tells whether a command commits (not --dry-run) and
-// creates a pull request.
+// creates a pull request. Quoted and escaped text first becomes a NUL
+// (a line continuation a blank), so it never is a command word, option
+// or separator.
 func shellCounts(cmd string) (commit, pr bool) {
+	cmd = quotedRe.ReplaceAllStringFunc(cmd, func(q string) string {
+		if q == "\\\n" {
+			return " "
+		}
+		return "\x00"
+	})
 	for _, m := range commitRe.FindAllString(cmd, -1) {
 		if !strings.Contains(m, "--dry-run") {
 			commit = true

@@ -160,7 +160,7 @@ func TestCount(t *testing.T) {
 				w.ToolCalls["Edit"] = map[string]int64{OutcomeError: 1}                       // copies disagree: error wins
 				w.ToolErrors = 3
 				w.SyntheticMessages = 1
-				w.EditDecisions["Edit|accept|"] = 1 // a failed edit was still accepted by the user
+				// The failed Edit was refused before the user was asked: no decision.
 				return w
 			},
 			conflicts: 2,
@@ -259,7 +259,7 @@ func TestCountLineOf20MB(t *testing.T) {
 	want.RequestsByStop["tool_use"] = 1
 	want.RequestsByStop["end_turn"] = 1
 	want.ToolCalls["Write"] = map[string]int64{OutcomeOK: 1}
-	want.EditDecisions["Write|accept|"] = 1
+	want.EditDecisions["Write|accept|none"] = 1
 	checkTotals(t, got, want, 0, nil)
 }
 

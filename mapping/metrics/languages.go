@@ -1,5 +1,7 @@
 package metrics
 
+import "slices"
+
 // languages maps file extensions (transcript.ExtOf) to the language label
 // of the lines-of-code and edit-decision series: a fixed table, so the
 // label stays bounded; any other extension is "other", none is "none".
@@ -33,4 +35,14 @@ func LanguageOf(ext string) string {
 		return l
 	}
 	return OtherValue
+}
+
+// Extensions are the extensions the language table names, sorted.
+func Extensions() []string {
+	exts := make([]string, 0, len(languages))
+	for e := range languages {
+		exts = append(exts, e)
+	}
+	slices.Sort(exts)
+	return exts
 }

@@ -356,11 +356,9 @@ func (m *Mapper) ToolCall(c *session.ToolCall) {
 	}
 	if IsEditTool(c.Name) {
 		lang := LanguageOf(c.Ext)
-		decision := DecisionAccept
-		if c.Rejected {
-			decision = DecisionReject
+		if decision := EditDecision(c); decision != "" {
+			m.obs.AddEditDecision(tool, decision, lang, p)
 		}
-		m.obs.AddEditDecision(tool, decision, lang, p)
 		if added, removed := EditLines(c); added > 0 || removed > 0 {
 			m.obs.AddLinesOfCode(LinesAdded, tool, lang, p, added)
 			m.obs.AddLinesOfCode(LinesRemoved, tool, lang, p, removed)
@@ -370,7 +368,7 @@ func (m *Mapper) ToolCall(c *session.ToolCall) {
 		if c.Shell&transcript.ShellCommit != 0 {
 			m.obs.AddCommit(p)
 		}
-		if c.Shell&transcript.ShellPRCreate != 0 {
+		if c.Shell&transcript.ShellPRCreate != 0 && !c.PRSeenBefore {
 			m.obs.AddPullRequest(PRCreated, p)
 		}
 	}
@@ -395,6 +393,22 @@ func IsEditTool(name string) bool {
 		return true
 	}
 	return false
+}
+
+// EditDecision is the user's decision on an answered edit-tool call:
+// reject when its result is Claude Code's refusal text, accept when it
+// succeeded, none ("") for any other error. Claude Code checks an edit
+// (file read first, text to replace found, …) before it asks the user,
+// and a call cancelled with its siblings never reached the user: such
+// calls count in tool_calls_total{outcome="error"} only.
+func EditDecision(c *session.ToolCall) string {
+	switch {
+	case c.Rejected:
+		return DecisionReject
+	case c.Outcome == session.OutcomeOK:
+		return DecisionAccept
+	}
+	return ""
 }
 
 // EditLines are the lines an edit tool call added and removed: from its

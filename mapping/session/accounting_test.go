@@ -2,6 +2,7 @@ package session
 
 import (
 	"encoding/json"
+	"maps"
 	"testing"
 	"time"
 
@@ -231,5 +232,96 @@ func TestRestoredRequestKeepsItsDayAndAttribution(t *testing.T) {
 	want := Attribution{Spender: SpenderMain, Effort: "high", Speed: "fast"}
 	if u.Day != DayOf(at(1)) || u.Attribution != want || u.Delta.Output != 15 || u.Before.Output != 10 {
 		t.Errorf("update after restore = %+v, want day %d, %+v, delta 15 over 10", u, DayOf(at(1)), want)
+	}
+}
+
+// TestPullRequestCountsOnceWhetherCreatedOrLinked: a pull request a
+// successful gh pr create printed and a pr-link naming it are one pull
+// request, whichever is read first and in whichever session, and so are
+// two calls printing it; a failed call or one whose output names no pull
+// request dedups nothing.
+func TestPullRequestCountsOnceWhetherCreatedOrLinked(t *testing.T) {
+	ghCall := func(uuid, parent string, sec int, id string) string {
+		return A{UUID: uuid, Parent: parent, Sec: sec, Msg: "msg_" + uuid, Out: 5, Stop: "tool_use",
+			Blocks: blocks(toolUseB(id, "Bash", `{"command":"git push -u origin HEAD && gh pr create --fill"}`))}.String()
+	}
+	ghResult := func(uuid, parent string, sec int, id string, isError bool, stdout string) string {
+		return U{UUID: uuid, Parent: parent, Sec: sec, Blocks: blocks(toolResultB(id, isError)),
+			ToolUseResult: mustJSON(map[string]any{"stdout": stdout, "stderr": "", "interrupted": false})}.String()
+	}
+	prLink := func(uuid, session string, sec int, number int, url, repo string) string {
+		m := map[string]any{"type": "pr-link", "sessionId": session, "prNumber": number, "timestamp": ts(sec), "uuid": uuid}
+		if url != "" {
+			m["prUrl"] = url
+		}
+		if repo != "" {
+			m["prRepository"] = repo
+		}
+		return mustJSON(m)
+	}
+	log, _ := run(t,
+		file{sessionPath(sessA), []string{
+			U{UUID: "u1", Sec: 0, Text: "Open the PRs."}.String(),
+			// #7: created, then linked twice (once by number only).
+			ghCall("a1", "u1", 1, "toolu_gh1"),
+			ghResult("u2", "a1", 2, "toolu_gh1", false, "https://github.com/O/R/pull/7"),
+			prLink("pr1", sessA, 3, 7, "https://github.com/o/r/pull/7", "o/r"),
+			prLink("pr2", sessA, 4, 7, "", "o/r"),
+			// #8: linked first, then the call's result is read.
+			prLink("pr3", sessA, 5, 8, "https://github.com/o/r/pull/8", "o/r"),
+			ghCall("a2", "u2", 6, "toolu_gh2"),
+			ghResult("u3", "a2", 7, "toolu_gh2", false, "Creating pull request\nhttps://github.com/o/r/pull/8\n"),
+			// A failed call and one that printed no URL.
+			ghCall("a3", "u3", 8, "toolu_gh3"),
+			ghResult("u4", "a3", 9, "toolu_gh3", true, "https://github.com/o/r/pull/9"),
+			ghCall("a4", "u4", 10, "toolu_gh4"),
+			ghResult("u5", "a4", 11, "toolu_gh4", false, "Warning: 1 uncommitted change"),
+			// #7 printed again by another call.
+			ghCall("a5", "u5", 11, "toolu_gh5"),
+			ghResult("u6", "a5", 11, "toolu_gh5", false, "https://github.com/o/r/pull/7"),
+		}},
+		file{sessionPath(sessB), []string{
+			// #9's call failed: its link is a pull request.
+			prLink("pr4", sessB, 12, 9, "https://github.com/o/r/pull/9", ""),
+			prLink("pr5", sessB, 13, 7, "https://github.com/o/r/pull/7/files", ""),
+		}},
+	)
+	linkedBefore := map[string]bool{}
+	for _, id := range []string{"toolu_gh1", "toolu_gh2", "toolu_gh3", "toolu_gh4", "toolu_gh5"} {
+		c := one(t, id, log.toolsOf(id))
+		if c.Shell != transcript.ShellPRCreate {
+			t.Errorf("%s: shell %b", id, c.Shell)
+		}
+		linkedBefore[id] = c.PRSeenBefore
+	}
+	if want := map[string]bool{"toolu_gh1": false, "toolu_gh2": true, "toolu_gh3": false, "toolu_gh4": false, "toolu_gh5": true}; !maps.Equal(linkedBefore, want) {
+		t.Errorf("linked before: %v, want %v", linkedBefore, want)
+	}
+	if len(log.prs) != 2 {
+		t.Errorf("%d linked pull requests, want 2 (#8 and #9)", len(log.prs))
+	}
+}
+
+func TestPullRequestKey(t *testing.T) {
+	cases := []struct {
+		url, repo string
+		n         int64
+		want      string
+	}{
+		{"https://github.com/Owner/Repo/pull/12", "", 0, "owner/repo#12"},
+		{"https://github.com/o/r/pull/12/files?x=1", "", 0, "o/r#12"},
+		{"https://github.com/o/r/pull/12#discussion", "", 0, "o/r#12"},
+		{"https://ghe.corp/o/r/pull/3", "other/repo", 4, "o/r#3"},
+		{"", "O/R", 5, "o/r#5"},
+		{"https://github.com/o/r/pull/x", "o/r", 5, "o/r#5"},
+		{"https://github.com/pull/5", "", 0, "https://github.com/pull/5"},
+		{"https://example.com/review/5", "", 0, "https://example.com/review/5"},
+		{"", "o/r", 0, ""},
+		{"", "", 9, ""},
+	}
+	for _, tc := range cases {
+		if got := PullRequestKey(tc.url, tc.repo, tc.n); got != tc.want {
+			t.Errorf("PullRequestKey(%q, %q, %d) = %q, want %q", tc.url, tc.repo, tc.n, got, tc.want)
+		}
 	}
 }

@@ -213,6 +213,7 @@ type earlyResult struct {
 	output   string
 	rejected bool
 	edit     transcript.EditResult
+	prURL    string
 }
 
 type agentState struct {
@@ -469,18 +470,42 @@ func (a *Assembler) addIn(c *ctxState, src *Source, r *transcript.Record, now ti
 }
 
 // prLink emits a pull request a session linked, once per pull request:
-// Claude Code writes the record again on resume and compaction. A pull
-// request is known by its URL, else its repository and number.
+// Claude Code writes the record again on resume and compaction, and
+// after a gh pr create whose output named the same pull request (counted
+// with that call). A pull request is known by PullRequestKey.
 func (a *Assembler) prLink(c *ctxState, r *transcript.Record) {
-	key := r.PRURL
-	if key == "" && r.PRNumber > 0 {
-		key = r.PRRepo + "#" + strconv.FormatInt(r.PRNumber, 10)
+	key := PullRequestKey(r.PRURL, r.PRRepo, r.PRNumber)
+	if key == "" {
+		return
 	}
-	if key == "" || !a.firstSeen(keyPR, key) {
+	// State written before the key was PullRequestKey knew a linked pull
+	// request by its URL.
+	legacy := r.PRURL != "" && a.seen.has(idKey(keyPR, r.PRURL))
+	if !a.firstSeen(keyPR, key) || legacy {
 		return
 	}
 	a.version++
 	a.sink.PullRequest(&PullRequest{Where: a.where(c), At: r.Timestamp})
+}
+
+// PullRequestKey names a pull request for dedup: "owner/repo#n" (lower
+// case) from a URL of the form …/owner/repo/pull/n[/…], else from its
+// repository and number; else the URL itself; "" when nothing is known.
+func PullRequestKey(url, repo string, number int64) string {
+	if i := strings.LastIndex(url, "/pull/"); i > 0 {
+		n := url[i+len("/pull/"):]
+		if j := strings.IndexAny(n, "/?#"); j >= 0 {
+			n = n[:j]
+		}
+		path := strings.Split(url[:i], "/")
+		if num, err := strconv.ParseInt(n, 10, 64); err == nil && num > 0 && len(path) >= 5 && path[len(path)-1] != "" && path[len(path)-2] != "" {
+			return strings.ToLower(path[len(path)-2]+"/"+path[len(path)-1]) + "#" + strconv.FormatInt(num, 10)
+		}
+	}
+	if repo != "" && number > 0 {
+		return strings.ToLower(repo) + "#" + strconv.FormatInt(number, 10)
+	}
+	return url
 }
 
 func (a *Assembler) sessionUnit(s *sessState, ended bool) *Session {
@@ -705,7 +730,7 @@ func (a *Assembler) takeResults(r *transcript.Record) {
 		res := &earlyResult{isError: tr.IsError, t: r.Timestamp, output: tr.Content, rejected: tr.Rejected}
 		if len(m.ToolResults) == 1 {
 			// toolUseResult belongs to the record: to its only result.
-			res.task, res.edit = r.TaskResult, r.Edit
+			res.task, res.edit, res.prURL = r.TaskResult, r.Edit, r.OutputPRURL
 		}
 		t := a.tools[tr.ToolUseID]
 		switch {
@@ -773,6 +798,11 @@ func (a *Assembler) finishTool(t *toolState, res *earlyResult) {
 	call.End = at
 	call.Output = res.output
 	call.Rejected, call.Edit = res.rejected, res.edit
+	if call.Shell&transcript.ShellPRCreate != 0 && call.Outcome == OutcomeOK && res.prURL != "" {
+		// The pull request gh pr create opened counts once, with this
+		// call, unless a pr-link naming it came first.
+		call.PRSeenBefore = !a.firstSeen(keyPR, PullRequestKey(res.prURL, "", 0))
+	}
 	if !call.Start.IsZero() && !at.IsZero() {
 		if at.Before(call.Start) {
 			a.stats.ClampedTimes++

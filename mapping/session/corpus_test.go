@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/claude-transcript-exporter/claude-transcript-exporter/internal/indepcount"
+	"github.com/claude-transcript-exporter/claude-transcript-exporter/mapping/transcript"
 
 	"github.com/claude-transcript-exporter/claude-transcript-exporter/internal/testbackend"
 )
@@ -24,13 +25,16 @@ type tally struct {
 	warmups     int
 	apiErrors   map[string]int64
 	turnUnits   int
+	// edits: per tool, "+"/"-" lines, "reject" calls; "commit", "pr"
+	// (created and not linked before) and "pr-link" counts.
+	edits map[string]int64
 }
 
 func newTally() *tally {
 	return &tally{
 		tokens: map[string]map[string]int64{}, requests: map[string]int64{}, byStop: map[string]int64{},
 		tools: map[string]map[string]int64{}, compactions: map[string]int64{}, subagents: map[string]int64{},
-		apiErrors: map[string]int64{},
+		apiErrors: map[string]int64{}, edits: map[string]int64{},
 	}
 }
 
@@ -70,6 +74,17 @@ func (t *tally) ToolCall(c *ToolCall) {
 		t.tools[c.Name] = m
 	}
 	m[string(c.Outcome)]++
+	t.edits[c.Name+"|+"] += c.Edit.Added
+	t.edits[c.Name+"|-"] += c.Edit.Removed
+	if c.Rejected {
+		t.edits[c.Name+"|reject"]++
+	}
+	if c.Outcome == OutcomeOK && c.Shell&transcript.ShellCommit != 0 {
+		t.edits["commit"]++
+	}
+	if c.Outcome == OutcomeOK && c.Shell&transcript.ShellPRCreate != 0 && !c.PRSeenBefore {
+		t.edits["pr"]++
+	}
 }
 func (t *tally) Subagent(s *Subagent) {
 	if s.Warmup {
@@ -80,7 +95,7 @@ func (t *tally) Subagent(s *Subagent) {
 }
 func (t *tally) Compaction(c *Compaction) { t.compactions[c.Trigger]++; t.preTokens += c.PreTokens }
 func (t *tally) APIError(e *APIError)     { t.apiErrors[e.Kind]++ }
-func (t *tally) PullRequest(*PullRequest) {}
+func (t *tally) PullRequest(*PullRequest) { t.edits["pr-link"]++ }
 
 // corpusName names a corpus tree in subtest names: its folder, and
 // "real/" before the trees of the optional extra corpus.

@@ -82,13 +82,15 @@ func feed(asm *Assembler, lines []srcLine, now time.Time) {
 	}
 }
 
-// TestRestoredStateContinuesExactly splits a real tree's lines at several
-// points, saves the state (through JSON, as the checkpoint does) into a
-// fresh assembler and goes on: the totals equal one uninterrupted run.
+// TestRestoredStateContinuesExactly splits a real tree's lines (and the
+// synthetic edits tree's) at several points, saves the state (through
+// JSON, as the checkpoint does) into a fresh assembler and goes on: the
+// totals equal one uninterrupted run.
 func TestRestoredStateContinuesExactly(t *testing.T) {
 	root := testbackend.CorpusDir(t)
-	for _, tree := range []string{"aistrad", "eduardodmb", "spotter"} {
-		lines := treeLines(t, filepath.Join(root, tree))
+	edits := filepath.Join(testbackend.RepoRoot(t), "testdata", "synthetic", "edits")
+	for _, tree := range []string{filepath.Join(root, "aistrad"), filepath.Join(root, "eduardodmb"), filepath.Join(root, "spotter"), edits} {
+		lines := treeLines(t, tree)
 		now := time.Unix(0, 0)
 		straight := newTally()
 		a := New(Config{}, straight)
@@ -122,6 +124,7 @@ func TestRestoredStateContinuesExactly(t *testing.T) {
 				"compactions": {straight.compactions, split.compactions},
 				"subagents":   {straight.subagents, split.subagents},
 				"api errors":  {straight.apiErrors, split.apiErrors},
+				"edits":       {straight.edits, split.edits},
 			} {
 				if !reflect.DeepEqual(pair[0], pair[1]) {
 					t.Errorf("%s cut at %d/10: %s differ:\n straight %v\n restored %v", tree, frac, name, pair[0], pair[1])

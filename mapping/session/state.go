@@ -100,6 +100,7 @@ type EarlyState struct {
 	// Since version 3 of the state file.
 	Rejected bool                  `json:"rej,omitempty"`
 	Edit     transcript.EditResult `json:"edit,omitempty"`
+	PRURL    string                `json:"pr,omitempty"`
 }
 
 // SessionState is one session's facts.
@@ -172,7 +173,7 @@ func (a *Assembler) State() State {
 	}
 	st.DoneTools = a.doneTools.appendTo(st.DoneTools)
 	for id, e := range a.early {
-		st.Early = append(st.Early, EarlyState{ID: id, IsError: e.isError, T: e.t, Task: e.task, Rejected: e.rejected, Edit: e.edit})
+		st.Early = append(st.Early, EarlyState{ID: id, IsError: e.isError, T: e.t, Task: e.task, Rejected: e.rejected, Edit: e.edit, PRURL: e.prURL})
 	}
 	st.SeenKeys = a.seen.appendTo(make([]uint64, 0, a.seen.len()))
 	for _, s := range a.sessions {
@@ -251,7 +252,7 @@ func (a *Assembler) Restore(st State, now time.Time) error {
 		a.tools[t.Call.ToolUseID] = &toolState{seq: t.Seq, call: t.Call}
 	}
 	for _, e := range st.Early {
-		a.early[e.ID] = &earlyResult{isError: e.IsError, t: e.T, task: e.Task, rejected: e.Rejected, edit: e.Edit}
+		a.early[e.ID] = &earlyResult{isError: e.IsError, t: e.T, task: e.Task, rejected: e.Rejected, edit: e.Edit, prURL: e.PRURL}
 	}
 	for _, k := range st.SeenKeys {
 		a.seen.add(k)

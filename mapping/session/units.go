@@ -245,10 +245,15 @@ type ToolCall struct {
 	// tool's result says it changed.
 	Rejected bool
 	Edit     transcript.EditResult
+	// PRSeenBefore says the pull request a successful gh pr create
+	// printed was already counted: from a pr-link record or another gh
+	// pr create call read before it.
+	PRSeenBefore bool
 }
 
 // PullRequest is a pull request a session linked (a pr-link record),
-// emitted once per pull request across all transcripts.
+// emitted once per pull request across all transcripts, and not when a
+// gh pr create call read before it printed the same pull request.
 type PullRequest struct {
 	Where
 	At time.Time

@@ -478,6 +478,18 @@ func (d *Decoder) toolUseResult(b []byte, v int, r *Record) (int, error) {
 				})
 			}
 			return skipValue(b, v)
+		case "stdout":
+			if v < len(b) && b[v] == '"' {
+				// Skipped, not read: output is delimited, never validated.
+				n, e := skipValue(b, v)
+				if e == nil {
+					if u := PullRequestURLIn(b[v+1 : n-1]); u != nil {
+						r.OutputPRURL = string(u)
+					}
+				}
+				return n, e
+			}
+			return skipValue(b, v)
 		case "agentId":
 			tr.AgentID, next, err = d.str(b, v, false)
 		case "agentType":
@@ -509,6 +521,50 @@ func (d *Decoder) toolUseResult(b []byte, v int, r *Record) (int, error) {
 		r.Edit = edit
 	}
 	return end, nil
+}
+
+// MaxPRURL bounds a pull request URL read from a shell call's output.
+const MaxPRURL = 512
+
+// PullRequestURLIn finds the last pull request URL in a shell command's
+// output (JSON string text): http(s)://host/…/pull/<digits>, as gh pr
+// create prints it, at most MaxPRURL bytes; nil when there is none.
+func PullRequestURLIn(raw []byte) []byte {
+	var found []byte
+	for rest, off := raw, 0; ; {
+		i := bytes.Index(rest, []byte("/pull/"))
+		if i < 0 {
+			return found
+		}
+		at := off + i
+		end := at + len("/pull/")
+		for end < len(raw) && raw[end] >= '0' && raw[end] <= '9' {
+			end++
+		}
+		if end > at+len("/pull/") {
+			if u := urlEndingAt(raw, at, end); u != nil {
+				found = u
+			}
+		}
+		off = at + len("/pull/")
+		rest = raw[off:]
+	}
+}
+
+// urlEndingAt is raw[start:end] when it is an http(s) URL whose path
+// holds raw[at:] (no blank, quote, backslash or angle bracket in it).
+func urlEndingAt(raw []byte, at, end int) []byte {
+	for i := at - 1; i >= 0 && end-i <= MaxPRURL; i-- {
+		switch raw[i] {
+		case ' ', '\t', '\\', '"', '\'', '<', '>', '(', ')', '[', ']':
+			return nil
+		case 'h':
+			if u := raw[i:end]; bytes.HasPrefix(u, []byte("https://")) || bytes.HasPrefix(u, []byte("http://")) {
+				return u
+			}
+		}
+	}
+	return nil
 }
 
 // patchHunk counts the added (+) and removed (-) lines of one

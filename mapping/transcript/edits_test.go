@@ -57,6 +57,13 @@ func TestDecodeEditFacts(t *testing.T) {
 		{"update uses the patch", res(`"ok"`, `{"type":"update","content":"x\ny\nz\n","structuredPatch":[{"lines":["+y"]}]}`), EditResult{Has: true, Added: 1}, false},
 		{"patch not an array", res(`"ok"`, `{"structuredPatch":{"lines":["+a"]}}`), EditResult{}, false},
 		{"lines not strings", res(`"ok"`, `{"structuredPatch":[{"lines":[1,null,{"+":1},"+a"]}]}`), EditResult{Has: true, Added: 1}, false},
+		{"created file without content", res(`"ok"`, `{"type":"create","filePath":"/r/n.py"}`), EditResult{Has: true, Created: true}, false},
+		{"created file whose content is not a string", res(`"ok"`, `{"type":"create","content":{"a":"b\nc"}}`), EditResult{Has: true, Created: true}, false},
+		{"type not a string", res(`"ok"`, `{"type":["create"],"content":"a\n","structuredPatch":[]}`), EditResult{Has: true}, false},
+		{"hunks not objects", res(`"ok"`, `{"structuredPatch":["+a",7,null,[["+b"]]]}`), EditResult{Has: true}, false},
+		{"lines not an array", res(`"ok"`, `{"structuredPatch":[{"lines":"+a\n-b"},{"lines":null}]}`), EditResult{Has: true}, false},
+		{"empty line strings", res(`"ok"`, `{"structuredPatch":[{"lines":["","+","-"," "]}]}`), EditResult{Has: true, Added: 1, Removed: 1}, false},
+		{"escaped plus is not a plus", res(`"ok"`, `{"structuredPatch":[{"lines":["\u002ba","\"+b"]}]}`), EditResult{Has: true}, false},
 		{"rejected", res(`"The user doesn't want to proceed with this tool use. The tool use was rejected."`, `"User rejected tool use"`), EditResult{}, true},
 		{"rejected in a text block", res(`[{"type":"text","text":"The user doesn't want to proceed with this tool use."}]`, `"x"`), EditResult{}, true},
 		{"marker deep in the text is not a rejection", res(`"`+strings.Repeat("x", 300)+`The user doesn't want to proceed with this tool use"`, `"x"`), EditResult{}, false},
@@ -72,5 +79,72 @@ func TestDecodeEditFacts(t *testing.T) {
 	r := decodeOK(t, Options{}, `{"type":"pr-link","sessionId":"s","prNumber":55,"prUrl":"https://github.com/o/r/pull/55","prRepository":"o/r","timestamp":"2026-09-13T10:00:00.000Z"}`)
 	if r.Kind != KindPRLink || r.PRNumber != 55 || r.PRURL != "https://github.com/o/r/pull/55" || r.PRRepo != "o/r" || r.UnknownFields != 0 {
 		t.Errorf("pr-link: %+v", r)
+	}
+}
+
+// TestDecodeHugePatchCountsWithoutKeepingIt: a patch of 200,000 lines is
+// counted while scanning, with no more allocations than a patch of two.
+func TestDecodeHugePatchCountsWithoutKeepingIt(t *testing.T) {
+	line := func(n int) []byte {
+		var b strings.Builder
+		b.WriteString(`{"type":"user","message":{"role":"user","content":[{"type":"tool_result","tool_use_id":"t","content":"ok"}]},"toolUseResult":{"filePath":"/r/a.go","structuredPatch":[{"lines":[`)
+		for i := 0; i < n; i++ {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			b.WriteString([]string{`"+added line"`, `"-removed line"`, `" context"`}[i%3])
+		}
+		b.WriteString(`]}]}}`)
+		return []byte(b.String())
+	}
+	small, huge := line(2), line(200_000)
+	dec := NewDecoder(Options{})
+	var r Record
+	if err := dec.Decode(huge, &r); err != nil {
+		t.Fatal(err)
+	}
+	if want := (EditResult{Has: true, Added: 66_667, Removed: 66_667}); r.Edit != want {
+		t.Fatalf("edit %+v, want %+v", r.Edit, want)
+	}
+	allocs := func(b []byte) float64 {
+		return testing.AllocsPerRun(20, func() { _ = dec.Decode(b, &r) })
+	}
+	if a, b := allocs(small), allocs(huge); b > a {
+		t.Errorf("allocations: %v for a huge patch, %v for a small one", b, a)
+	}
+}
+
+// TestPullRequestURLIn: the pull request gh pr create printed, found in a
+// shell call's output as written in the JSON line.
+func TestPullRequestURLIn(t *testing.T) {
+	cases := []struct{ out, want string }{
+		{`https://github.com/o/r/pull/7`, "https://github.com/o/r/pull/7"},
+		{`Creating pull request for x into main in o/r\n\nhttps://github.com/o/r/pull/12\n`, "https://github.com/o/r/pull/12"},
+		{`https://github.com/o/r/pull/12/files`, "https://github.com/o/r/pull/12"},
+		{`see https://github.com/o/r/pull/1 and https://ghe.example.com/a/b/pull/99`, "https://ghe.example.com/a/b/pull/99"},
+		{`https://github.com/o/r/pull/1 then /pull/ and github.com/o/r/pull/5`, "https://github.com/o/r/pull/1"},
+		{`http://git.local/o/r/pull/3`, "http://git.local/o/r/pull/3"},
+		{`https://github.com/o/r/pull/`, ""},
+		{`https://github.com/o/r/pulls`, ""},
+		{`no url here`, ""},
+		{``, ""},
+		{`\"https://github.com/o/r/pull/4\"`, "https://github.com/o/r/pull/4"},
+		{`https://x y/pull/4`, ""},
+		{`https://` + strings.Repeat("a", 600) + `/pull/4`, ""},
+	}
+	for _, tc := range cases {
+		if got := string(PullRequestURLIn([]byte(tc.out))); got != tc.want {
+			t.Errorf("PullRequestURLIn(%q) = %q, want %q", tc.out, got, tc.want)
+		}
+	}
+	line := `{"type":"user","message":{"role":"user","content":[{"type":"tool_result","tool_use_id":"t","content":"x"}]},"toolUseResult":{"stdout":"Warning: 2 uncommitted changes\nhttps://github.com/o/r/pull/31","stderr":"","interrupted":false}}`
+	if r := decodeOK(t, Options{}, line); r.OutputPRURL != "https://github.com/o/r/pull/31" {
+		t.Errorf("OutputPRURL = %q", r.OutputPRURL)
+	}
+	for _, tur := range []string{`{"stdout":7}`, `{"stdout":null}`, `{"stderr":"https://github.com/o/r/pull/31"}`, `"https://github.com/o/r/pull/31"`} {
+		line := `{"type":"user","message":{"role":"user","content":[{"type":"tool_result","tool_use_id":"t","content":"x"}]},"toolUseResult":` + tur + `}`
+		if r := decodeOK(t, Options{}, line); r.OutputPRURL != "" {
+			t.Errorf("%s: OutputPRURL = %q", tur, r.OutputPRURL)
+		}
 	}
 }

@@ -339,6 +339,11 @@ type Record struct {
 	// Edit is what toolUseResult says an edit tool changed.
 	Edit EditResult
 
+	// OutputPRURL is the last pull request URL in a shell call's output
+	// (toolUseResult.stdout; see PullRequestURLIn): where gh pr create
+	// prints the pull request it opened.
+	OutputPRURL string
+
 	// PRURL, PRNumber and PRRepo are a pr-link record's pull request
 	// (prUrl, prNumber, prRepository), each cut at 512 bytes.
 	PRURL    string

@@ -24,6 +24,23 @@ func TestShellFactsOf(t *testing.T) {
 		{``, 0},
 		{`sudo git commit -m x`, ShellCommit},
 		{`(git commit -m x)`, ShellCommit},
+		// Quoted or escaped text is never a command word.
+		{`echo "done; git commit -m x"`, 0},
+		{`echo 'git commit' | wc`, 0},
+		{`gh pr create --body "steps:` + "\n" + `git commit -m x"`, ShellPRCreate},
+		{`echo done\; git commit -m x`, 0},
+		{`git "commit" -m x`, 0},
+		{`git commit -m "try --dry-run next"`, ShellCommit},
+		{`git commit -m 'a "quoted" word' && echo "it's done"`, ShellCommit},
+		{`A="x y" git commit -m x`, ShellCommit},
+		{`git -C "/my repo" commit -m x`, ShellCommit},
+		{`echo "unclosed; git commit`, 0},
+		{`git commit \` + "\n" + `  -m x`, ShellCommit},
+		{"git \\\n commit -m x", ShellCommit},
+		{`echo "a\"; git commit"`, 0},
+		{`echo "a\\"; git commit`, ShellCommit},
+		// Not parsed: an unquoted here-document's body is read as commands.
+		{"cat > notes <<EOF\ngit commit -m x\nEOF", ShellCommit},
 	}
 	for _, tc := range cases {
 		if got := ShellFactsOf(tc.cmd); got != tc.want {
