@@ -64,6 +64,7 @@ func run(args []string) int {
 	app.Flag("metrics.attribution-limit", "Skill, plugin and MCP server names that keep a label value of their own on the attributed_* series (the first seen; later names are other).").
 		Default(strconv.Itoa(cfg.AttributionLimit)).IntVar(&cfg.AttributionLimit)
 	app.Flag("pricing.file", "JSON price table replacing the embedded one (format: docs/pricing.md; a mistake exits 2 naming the field).").StringVar(&cfg.PricingFile)
+	durationFlag(app, "claude.files-interval", "How often tasks/, todos/, sessions/, jobs/ and the prompt history are read again (only changed files are parsed).", &cfg.FilesInterval)
 	durationFlag(app, "sessions.active-window", "A session with a record this recent counts as active.", &cfg.ActiveWindow)
 	durationFlag(app, "sessions.idle-timeout", "A session without records this long is closed (its turn and root spans end).", &cfg.IdleTimeout)
 	cfg.StateFile = checkpoint.DefaultPath(os.Getenv, home)

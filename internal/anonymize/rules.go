@@ -6,6 +6,8 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"unicode/utf8"
+
+	"github.com/claude-transcript-exporter/claude-transcript-exporter/mapping/claudedir"
 )
 
 // Stats counts what a transform did.
@@ -190,6 +192,14 @@ func (a *Anonymizer) str(b []byte, start, end int, c ctx) {
 	case c.key == "name" && toolTypes[c.parentTyp] && isToken(s, false):
 		a.stats.Kept++
 		return
+	case c.inRecord && c.key == "display" && commandPrefix(s) > 0:
+		// A prompt history line that is a slash command stays one: a
+		// built-in command keeps its name ("/compact"), any other its
+		// slash ("/lorem"); the rest is filled.
+		n := commandPrefix(s)
+		a.stats.Kept++
+		fillText(s[n:])
+		return
 	case pathKeys[c.key] && utf8.Valid(s):
 		a.stats.Paths++
 		a.fillPath(s)
@@ -197,6 +207,30 @@ func (a *Anonymizer) str(b []byte, start, end int, c ctx) {
 	}
 	a.stats.Text++
 	fillText(s)
+}
+
+// commandPrefix returns, for a text that starts with a slash command, the
+// length of what is kept of it: the built-in name with its slash ("/model"
+// of "/model opus"), or just the slash of any other command. It returns 0
+// for other texts ("/home/me/notes.md").
+func commandPrefix(s []byte) int {
+	if len(s) < 2 || s[0] != '/' {
+		return 0
+	}
+	n := 1
+	for n < len(s) && n <= 64 && (isToken(s[n:n+1], false) && s[n] != '<' && s[n] != '>' && s[n] != '+') {
+		n++
+	}
+	if n < len(s) && s[n] != ' ' && !(s[n] == '\\' && n+1 < len(s) && (s[n+1] == 'n' || s[n+1] == 't')) {
+		return 0
+	}
+	if n == 1 || s[1] == '-' || s[1] == '_' || s[1] == '.' || s[1] == ':' {
+		return 0
+	}
+	if !claudedir.IsBuiltinCommand(string(s[1:n])) {
+		return 1
+	}
+	return n
 }
 
 // isIdentifier reports whether an object key is a schema name (kept) and

@@ -61,6 +61,9 @@ type Config struct {
 	PricingFile      string        // --pricing.file
 	ActiveWindow     time.Duration // --sessions.active-window
 	IdleTimeout      time.Duration // --sessions.idle-timeout
+	// FilesInterval is how often tasks, todos, prompt history, live
+	// sessions and jobs are read again (--claude.files-interval).
+	FilesInterval time.Duration
 
 	ShutdownTimeout time.Duration // --shutdown.timeout
 
@@ -134,6 +137,7 @@ func NewConfig() Config {
 		ProjectLabel:       string(metrics.ProjectBasename),
 		AttributionLimit:   metrics.DefaultMaxAttribution,
 		ActiveWindow:       5 * time.Minute,
+		FilesInterval:      10 * time.Second,
 		IdleTimeout:        30 * time.Minute,
 		ShutdownTimeout:    10 * time.Second,
 		StateFlushInterval: 10 * time.Second,
@@ -281,6 +285,9 @@ func (c *Config) Validate() error {
 		if _, err := metrics.ParsePrices(b); err != nil {
 			return fmt.Errorf("--pricing.file: %s: %w", c.PricingFile, err)
 		}
+	}
+	if c.FilesInterval < 100*time.Millisecond {
+		return fmt.Errorf("--claude.files-interval: %s is below 100ms", c.FilesInterval)
 	}
 	if c.ActiveWindow <= 0 {
 		return fmt.Errorf("--sessions.active-window: %s must be positive", c.ActiveWindow)

@@ -84,6 +84,7 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger, stdout io.Writer)
 	projectLabel, _ := metrics.ParseProjectLabel(cfg.ProjectLabel)
 	mapper := metrics.NewMapper(metrics.Config{Project: projectLabel, Prices: prices,
 		MaxAttribution: cfg.AttributionLimit}, usage)
+	claudeFiles := newFilesStage(&cfg, reg, mapper)
 
 	// Traces.
 	traces, err := newTraces(ctx, &cfg, prices, logger.With("component", "traces"), self, stdout)
@@ -128,6 +129,7 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger, stdout io.Writer)
 		rd.between = func() { asm.FlushHistory(now()) }
 		rd.readFiles(files, true)
 		asm.Flush(now(), true)
+		claudeFiles.refresh(now(), true)
 		stats.publish(asm.Stats())
 		self.BackfillDone.Set(1)
 		self.BackfillSeconds.Set(now().Sub(start).Seconds())
@@ -231,6 +233,7 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger, stdout io.Writer)
 	if traces != nil {
 		traces.window.end()
 	}
+	claudeFiles.refresh(now(), false)
 	stats.publish(asm.Stats())
 	self.BackfillDone.Set(1)
 	self.BackfillSeconds.Set(now().Sub(start).Seconds())
@@ -277,6 +280,7 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger, stdout io.Writer)
 		case <-tick.C:
 		}
 		fl.Step(now())
+		claudeFiles.refresh(now(), false)
 	}
 }
 

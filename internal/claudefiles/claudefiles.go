@@ -1,0 +1,531 @@
+// Package claudefiles reads the Claude dir's files beside the transcripts
+// (tasks/, todos/, sessions/, jobs/, history.jsonl) on every refresh, and
+// only what changed since the last one: a JSON file is parsed again when
+// its size, time or inode moves, and history files are read from where the
+// last refresh stopped.
+//
+// What it returns is an Inventory (the gauges of the moment) and a Delta
+// (prompts, slash commands and skipped files since the last refresh: the
+// counters). A history file rewritten or cut shorter is counted again from
+// its start, and only what it holds beyond what was counted before moves a
+// counter, so counters never go down. sessions-index.json is never read:
+// it has been unreliable since Claude Code 2.1.31, and the scan is the
+// truth.
+package claudefiles
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/claude-transcript-exporter/claude-transcript-exporter/internal/safefile"
+	"github.com/claude-transcript-exporter/claude-transcript-exporter/mapping/claudedir"
+)
+
+// File kinds (the file label of claude_dir_errors_total).
+const (
+	KindTask        = "task"
+	KindTodos       = "todos"
+	KindHistory     = "history"
+	KindLiveSession = "live_session"
+	KindJobState    = "job_state"
+	KindJobTimeline = "job_timeline"
+)
+
+// Defaults.
+const (
+	DefaultMaxFileBytes = 16 << 20 // a task, todo, session or job file
+	DefaultMaxLineBytes = 1 << 20  // a history or timeline line
+	// MaxLabelValues bounds the distinct values of each label (status,
+	// state, entrypoint, kind); later ones are "other".
+	MaxLabelValues = 32
+)
+
+// Config of a Reader.
+type Config struct {
+	Roots        []string
+	MaxFileBytes int64
+	MaxLineBytes int
+	// Alive reports whether a live session file's process runs; nil
+	// treats every process as running.
+	Alive func(pid int) bool
+}
+
+// ErrorKey names a skipped file or line.
+type ErrorKey struct{ File, Reason string }
+
+// PromptKey is the label set of history counts before the project path is
+// turned into a label.
+type PromptKey struct {
+	Project string // the working directory as written
+	Command string // "" for a prompt
+}
+
+// Delta is what the counters gain from one refresh.
+type Delta struct {
+	Prompts map[PromptKey]int64
+	Errors  map[ErrorKey]int64
+}
+
+func (d *Delta) addErr(file, reason string) {
+	if d.Errors == nil {
+		d.Errors = map[ErrorKey]int64{}
+	}
+	d.Errors[ErrorKey{file, reason}]++
+}
+
+// Reader reads one set of Claude dirs. It is not safe for concurrent use.
+type Reader struct {
+	cfg    Config
+	json   map[string]*jsonFile
+	hist   map[string]*histFile
+	limits map[string]map[string]struct{}
+}
+
+// New returns a Reader.
+func New(cfg Config) *Reader {
+	if cfg.MaxFileBytes <= 0 {
+		cfg.MaxFileBytes = DefaultMaxFileBytes
+	}
+	if cfg.MaxLineBytes <= 0 {
+		cfg.MaxLineBytes = DefaultMaxLineBytes
+	}
+	return &Reader{cfg: cfg, json: map[string]*jsonFile{}, hist: map[string]*histFile{},
+		limits: map[string]map[string]struct{}{}}
+}
+
+// version identifies one content of a file for the memo.
+type version struct {
+	size  int64
+	mtime time.Time
+	ino   uint64
+	mode  fs.FileMode
+}
+
+func versionOf(fi fs.FileInfo) version {
+	return version{size: fi.Size(), mtime: fi.ModTime(), ino: inode(fi), mode: fi.Mode().Type()}
+}
+
+// jsonFile is the memo of one whole-file JSON document.
+type jsonFile struct {
+	kind string
+	v    version
+	ok   bool
+	task claudedir.Task
+	todo []string
+	live claudedir.LiveSession
+	job  claudedir.JobState
+	last claudedir.JobEvent // a timeline's last event
+	seen bool               // still present in this refresh
+}
+
+// Refresh reads what changed. final says the read is the last one (a
+// one-shot run): a history line without its newline is then counted.
+func (r *Reader) Refresh(final bool) (claudedir.Inventory, Delta) {
+	inv := claudedir.NewInventory()
+	var d Delta
+	for _, f := range r.json {
+		f.seen = false
+	}
+	for _, root := range r.cfg.Roots {
+		r.tasks(root, &inv, &d)
+		r.todos(root, &inv, &d)
+		r.sessions(root, &inv, &d)
+		r.jobs(root, &inv, &d)
+		r.history(filepath.Join(root, "history.jsonl"), &d, final)
+		for _, dir := range subdirs(filepath.Join(root, "projects")) {
+			r.history(filepath.Join(dir, ".history.jsonl"), &d, final)
+		}
+	}
+	for p, f := range r.json {
+		if !f.seen {
+			delete(r.json, p)
+		}
+	}
+	// A history file that disappears keeps its counts: its prompts were
+	// typed. One that comes back is counted from the start against them.
+	return inv, d
+}
+
+// label bounds the distinct values of one label.
+func (r *Reader) label(name, v string) string {
+	seen := r.limits[name]
+	if seen == nil {
+		seen = map[string]struct{}{}
+		r.limits[name] = seen
+	}
+	if _, ok := seen[v]; ok {
+		return v
+	}
+	if len(seen) >= MaxLabelValues {
+		return claudedir.Other
+	}
+	seen[v] = struct{}{}
+	return v
+}
+
+// subdirs lists the directories in dir (none when it is missing).
+func subdirs(dir string) []string {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for _, e := range ents {
+		if e.IsDir() {
+			out = append(out, filepath.Join(dir, e.Name()))
+		}
+	}
+	return out
+}
+
+// files lists the entries of dir whose names end in suffix (not
+// directories).
+func files(dir, suffix string) []string {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for _, e := range ents {
+		if !e.IsDir() && strings.HasSuffix(e.Name(), suffix) && !strings.HasPrefix(e.Name(), ".") {
+			out = append(out, filepath.Join(dir, e.Name()))
+		}
+	}
+	return out
+}
+
+// load returns the memo of path, parsing it again when it changed. An
+// error is counted once per version of the file.
+func (r *Reader) load(path, kind string, d *Delta, parse func(b []byte, f *jsonFile) error) *jsonFile {
+	fi, err := os.Stat(path)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil // gone between the listing and now
+		}
+		f := r.memo(path, kind, version{})
+		if f.ok || f.v != (version{mode: fs.ModeIrregular}) {
+			f.v, f.ok = version{mode: fs.ModeIrregular}, false
+			d.addErr(kind, "unreadable")
+		}
+		return f
+	}
+	v := versionOf(fi)
+	if f := r.json[path]; f != nil && f.v == v && f.kind == kind {
+		f.seen = true
+		return f
+	}
+	f := r.memo(path, kind, v)
+	f.v, f.ok = v, false
+	b, err := safefile.ReadFile(path, r.cfg.MaxFileBytes)
+	switch {
+	case errors.Is(err, safefile.ErrNotRegular):
+		d.addErr(kind, "not_regular")
+	case errors.Is(err, safefile.ErrTooLarge):
+		d.addErr(kind, "too_large")
+	case err != nil:
+		d.addErr(kind, "unreadable")
+	default:
+		if perr := parse(b, f); perr != nil {
+			d.addErr(kind, claudedir.Reason(perr))
+		} else {
+			f.ok = true
+		}
+	}
+	return f
+}
+
+func (r *Reader) memo(path, kind string, v version) *jsonFile {
+	f := r.json[path]
+	if f == nil || f.kind != kind {
+		f = &jsonFile{kind: kind, v: version{mode: ^fs.FileMode(0)}}
+		r.json[path] = f
+	}
+	f.seen = true
+	return f
+}
+
+func (r *Reader) tasks(root string, inv *claudedir.Inventory, d *Delta) {
+	for _, dir := range subdirs(filepath.Join(root, "tasks")) {
+		for _, p := range files(dir, ".json") {
+			f := r.load(p, KindTask, d, func(b []byte, f *jsonFile) (err error) {
+				f.task, err = claudedir.ParseTask(b)
+				return err
+			})
+			if f != nil && f.ok {
+				inv.Tasks[r.label("task_status", f.task.Status)]++
+			}
+		}
+	}
+}
+
+func (r *Reader) todos(root string, inv *claudedir.Inventory, d *Delta) {
+	for _, p := range files(filepath.Join(root, "todos"), ".json") {
+		f := r.load(p, KindTodos, d, func(b []byte, f *jsonFile) (err error) {
+			f.todo, err = claudedir.ParseTodos(b)
+			return err
+		})
+		if f != nil && f.ok {
+			for _, s := range f.todo {
+				inv.Todos[r.label("todo_status", s)]++
+			}
+		}
+	}
+}
+
+func (r *Reader) sessions(root string, inv *claudedir.Inventory, d *Delta) {
+	for _, p := range files(filepath.Join(root, "sessions"), ".json") {
+		f := r.load(p, KindLiveSession, d, func(b []byte, f *jsonFile) (err error) {
+			f.live, err = claudedir.ParseLiveSession(b)
+			return err
+		})
+		if f == nil || !f.ok {
+			continue
+		}
+		// A process that ended without removing its file (a crash, a
+		// kill) is not running: its pid says so, every refresh.
+		if f.live.PID > 0 && r.cfg.Alive != nil && !r.cfg.Alive(f.live.PID) {
+			inv.Stale++
+			continue
+		}
+		inv.Live[claudedir.LiveKey{
+			Entrypoint: r.label("entrypoint", f.live.Entrypoint),
+			Kind:       r.label("kind", f.live.Kind),
+			Status:     r.label("session_status", f.live.Status),
+		}]++
+	}
+}
+
+func (r *Reader) jobs(root string, inv *claudedir.Inventory, d *Delta) {
+	for _, dir := range subdirs(filepath.Join(root, "jobs")) {
+		state := claudedir.Unknown
+		statePath := filepath.Join(dir, "state.json")
+		if _, err := os.Lstat(statePath); err == nil {
+			f := r.load(statePath, KindJobState, d, func(b []byte, f *jsonFile) (err error) {
+				f.job, err = claudedir.ParseJobState(b)
+				return err
+			})
+			if f != nil && f.ok {
+				state = f.job.State
+			}
+		}
+		if state == claudedir.Unknown {
+			// No state file (or none readable): the timeline's last
+			// event says where the job is.
+			tl := filepath.Join(dir, "timeline.jsonl")
+			if _, err := os.Lstat(tl); err == nil {
+				f := r.load(tl, KindJobTimeline, d, func(b []byte, f *jsonFile) error {
+					return r.lastEvent(b, f, d)
+				})
+				if f != nil && f.ok && f.last.State != "" {
+					state = f.last.State
+				}
+			}
+		}
+		inv.Jobs[r.label("job_state", state)]++
+	}
+}
+
+// lastEvent keeps a timeline's last well-formed event; bad lines are
+// counted and skipped.
+func (r *Reader) lastEvent(b []byte, f *jsonFile, d *Delta) error {
+	f.last = claudedir.JobEvent{}
+	for len(b) > 0 {
+		line := b
+		if i := bytes.IndexByte(b, '\n'); i >= 0 {
+			line, b = b[:i], b[i+1:]
+		} else {
+			b = nil
+		}
+		if len(bytes.TrimSpace(line)) == 0 {
+			continue
+		}
+		if len(line) > r.cfg.MaxLineBytes {
+			d.addErr(KindJobTimeline, "too_long")
+			continue
+		}
+		ev, err := claudedir.ParseJobEvent(line)
+		if err != nil {
+			d.addErr(KindJobTimeline, claudedir.Reason(err))
+			continue
+		}
+		f.last = ev
+	}
+	return nil
+}
+
+// histFile is the read position and the counts of one history file.
+type histFile struct {
+	v      version
+	offset int64
+	head   []byte // the file's first bytes, up to 1 KiB: its identity
+	counts map[PromptKey]int64
+	errs   map[ErrorKey]int64
+}
+
+const headBytes = 1024
+
+// history reads what a history file gained since the last refresh.
+func (r *Reader) history(path string, d *Delta, final bool) {
+	h := r.hist[path]
+	f, fi, err := safefile.Open(path)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return
+		}
+		if h == nil || h.v.mode != fs.ModeIrregular {
+			if h == nil {
+				h = &histFile{counts: map[PromptKey]int64{}, errs: map[ErrorKey]int64{}}
+				r.hist[path] = h
+			}
+			h.v.mode = fs.ModeIrregular
+			if errors.Is(err, safefile.ErrNotRegular) {
+				d.addErr(KindHistory, "not_regular")
+			} else {
+				d.addErr(KindHistory, "unreadable")
+			}
+		}
+		return
+	}
+	defer f.Close()
+	v := versionOf(fi)
+	if h != nil && h.v == v && !final {
+		return
+	}
+	head := make([]byte, min(headBytes, fi.Size()))
+	if _, err := io.ReadFull(f, head); err != nil {
+		return // changed under us: the next refresh reads it
+	}
+	if h == nil {
+		h = &histFile{counts: map[PromptKey]int64{}, errs: map[ErrorKey]int64{}}
+		r.hist[path] = h
+	}
+	fresh := h
+	if fi.Size() < h.offset || !bytes.HasPrefix(head, h.head) {
+		// Rewritten or cut: count it again from the start, into new
+		// counts, and let the counters gain only what is beyond.
+		fresh = &histFile{counts: map[PromptKey]int64{}, errs: map[ErrorKey]int64{}}
+	}
+	added, addedErrs := fresh.readFrom(f, fi.Size(), r.cfg.MaxLineBytes, final)
+	fresh.v, fresh.head = v, head
+	if fresh != h {
+		for k, n := range fresh.counts {
+			if n > h.counts[k] {
+				addPrompt(d, k, n-h.counts[k])
+			} else {
+				fresh.counts[k] = h.counts[k]
+			}
+		}
+		for k, n := range h.counts {
+			if _, ok := fresh.counts[k]; !ok {
+				fresh.counts[k] = n
+			}
+		}
+		for k, n := range fresh.errs {
+			if n > h.errs[k] {
+				addErrN(d, k, n-h.errs[k])
+			} else {
+				fresh.errs[k] = h.errs[k]
+			}
+		}
+		for k, n := range h.errs {
+			if _, ok := fresh.errs[k]; !ok {
+				fresh.errs[k] = n
+			}
+		}
+		r.hist[path] = fresh
+		return
+	}
+	// Appended: the counts grew by what was read.
+	for k, n := range added {
+		addPrompt(d, k, n)
+	}
+	for k, n := range addedErrs {
+		addErrN(d, k, n)
+	}
+}
+
+// readFrom reads the complete lines between the offset and size (and,
+// when final, a last line without its newline), adds them to the counts
+// and returns what was added.
+func (h *histFile) readFrom(f *os.File, size int64, maxLine int, final bool) (map[PromptKey]int64, map[ErrorKey]int64) {
+	added, addedErrs := map[PromptKey]int64{}, map[ErrorKey]int64{}
+	if size <= h.offset {
+		return added, addedErrs
+	}
+	br := bufio.NewReaderSize(io.NewSectionReader(f, h.offset, size-h.offset), 64<<10)
+	pos := h.offset
+	var (
+		long      []byte // the start of a line longer than the buffer
+		tooLong   bool
+		lineBytes int64
+	)
+	for {
+		chunk, err := br.ReadSlice('\n')
+		if errors.Is(err, bufio.ErrBufferFull) {
+			lineBytes += int64(len(chunk))
+			if !tooLong {
+				if long = append(long, chunk...); len(long) > maxLine+2 {
+					tooLong, long = true, nil
+				}
+			}
+			continue
+		}
+		if err != nil && (!final || !errors.Is(err, io.EOF)) {
+			break // the writer is still on this line (or the read failed): next time
+		}
+		lineBytes += int64(len(chunk))
+		if lineBytes == 0 {
+			break
+		}
+		line := chunk
+		if len(long) > 0 {
+			line = append(long, chunk...)
+		}
+		line = bytes.TrimSuffix(bytes.TrimSuffix(line, []byte("\n")), []byte("\r"))
+		switch {
+		case tooLong || len(line) > maxLine:
+			addedErrs[ErrorKey{KindHistory, "too_long"}]++
+		case len(bytes.TrimSpace(line)) == 0:
+		default:
+			if p, perr := claudedir.ParsePrompt(line); perr != nil {
+				addedErrs[ErrorKey{KindHistory, claudedir.Reason(perr)}]++
+			} else {
+				added[PromptKey{Project: p.Project, Command: p.Command}]++
+			}
+		}
+		pos += lineBytes
+		long, tooLong, lineBytes = nil, false, 0
+		if err != nil {
+			break
+		}
+	}
+	h.offset = pos
+	for k, n := range added {
+		h.counts[k] += n
+	}
+	for k, n := range addedErrs {
+		h.errs[k] += n
+	}
+	return added, addedErrs
+}
+
+func addPrompt(d *Delta, k PromptKey, n int64) {
+	if d.Prompts == nil {
+		d.Prompts = map[PromptKey]int64{}
+	}
+	d.Prompts[k] += n
+}
+
+func addErrN(d *Delta, k ErrorKey, n int64) {
+	if d.Errors == nil {
+		d.Errors = map[ErrorKey]int64{}
+	}
+	d.Errors[k] += n
+}

@@ -1,0 +1,55 @@
+package daemon
+
+import (
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/claude-transcript-exporter/claude-transcript-exporter/exporter/prom"
+	"github.com/claude-transcript-exporter/claude-transcript-exporter/internal/claudefiles"
+	"github.com/claude-transcript-exporter/claude-transcript-exporter/mapping/metrics"
+)
+
+// filesStage reads the Claude dir's files beside the transcripts (tasks,
+// todos, prompt history, live sessions, jobs) into their metrics, every
+// --claude.files-interval. It runs on the pipeline's goroutine: the
+// mapper's project labels are shared with the transcripts' metrics.
+type filesStage struct {
+	rd     *claudefiles.Reader
+	m      *prom.ClaudeDir
+	mapper *metrics.Mapper
+	every  time.Duration
+	next   time.Time
+}
+
+func newFilesStage(cfg *Config, reg prometheus.Registerer, mapper *metrics.Mapper) *filesStage {
+	return &filesStage{
+		rd: claudefiles.New(claudefiles.Config{Roots: cfg.ClaudeDirs, MaxLineBytes: cfg.MaxLineBytes,
+			Alive: claudefiles.ProcessAlive}),
+		m:      prom.NewClaudeDir(reg),
+		mapper: mapper,
+		every:  cfg.FilesInterval,
+	}
+}
+
+// refresh reads what changed when the interval is up (always when final:
+// the one-shot's only read, which also counts a last history line
+// without its newline).
+func (s *filesStage) refresh(now time.Time, final bool) {
+	if !final && now.Before(s.next) {
+		return
+	}
+	s.next = now.Add(s.every)
+	inv, d := s.rd.Refresh(final)
+	s.m.Set(inv)
+	for k, n := range d.Prompts {
+		if k.Command != "" {
+			s.m.SlashCommands.WithLabelValues(k.Command).Add(float64(n))
+		} else {
+			s.m.Prompts.WithLabelValues(s.mapper.Project(k.Project)).Add(float64(n))
+		}
+	}
+	for k, n := range d.Errors {
+		s.m.Errors.WithLabelValues(k.File, k.Reason).Add(float64(n))
+	}
+}
