@@ -122,7 +122,10 @@ type jsonFile struct {
 	live claudedir.LiveSession
 	job  claudedir.JobState
 	last claudedir.JobEvent // a timeline's last event
-	seen bool               // still present in this refresh
+	// erred are the most bad lines of each reason counted from this
+	// timeline: a rewrite that keeps them counts them no more.
+	erred map[ErrorKey]int64
+	seen  bool // still present in this refresh
 }
 
 // Refresh reads what changed. final says the read is the last one (a
@@ -333,9 +336,21 @@ func (r *Reader) jobs(root string, inv *claudedir.Inventory, d *Delta) {
 }
 
 // lastEvent keeps a timeline's last well-formed event; bad lines are
-// counted and skipped.
+// counted (once: a timeline read again counts only new ones) and skipped.
 func (r *Reader) lastEvent(b []byte, f *jsonFile, d *Delta) error {
 	f.last = claudedir.JobEvent{}
+	errs := map[ErrorKey]int64{}
+	defer func() {
+		if f.erred == nil {
+			f.erred = map[ErrorKey]int64{}
+		}
+		for k, n := range errs {
+			if n > f.erred[k] {
+				addErrN(d, k, n-f.erred[k])
+				f.erred[k] = n
+			}
+		}
+	}()
 	for len(b) > 0 {
 		line := b
 		if i := bytes.IndexByte(b, '\n'); i >= 0 {
@@ -347,12 +362,12 @@ func (r *Reader) lastEvent(b []byte, f *jsonFile, d *Delta) error {
 			continue
 		}
 		if len(line) > r.cfg.MaxLineBytes {
-			d.addErr(KindJobTimeline, "too_long")
+			errs[ErrorKey{KindJobTimeline, "too_long"}]++
 			continue
 		}
 		ev, err := claudedir.ParseJobEvent(line)
 		if err != nil {
-			d.addErr(KindJobTimeline, claudedir.Reason(err))
+			errs[ErrorKey{KindJobTimeline, claudedir.Reason(err)}]++
 			continue
 		}
 		f.last = ev
@@ -365,11 +380,23 @@ type histFile struct {
 	v      version
 	offset int64
 	head   []byte // the file's first bytes, up to 1 KiB: its identity
-	counts map[PromptKey]int64
-	errs   map[ErrorKey]int64
+	// counts are those of the content read since the file was last
+	// (re)read from its start; counted are the most the counters ever
+	// took from this file, per key. A counter gains only what counts
+	// hold beyond counted, so a file cut, emptied or rewritten and then
+	// refilled with what it held moves nothing.
+	counts  map[PromptKey]int64
+	errs    map[ErrorKey]int64
+	counted map[PromptKey]int64
+	erred   map[ErrorKey]int64
 }
 
 const headBytes = 1024
+
+func newHistFile() *histFile {
+	return &histFile{counts: map[PromptKey]int64{}, errs: map[ErrorKey]int64{},
+		counted: map[PromptKey]int64{}, erred: map[ErrorKey]int64{}}
+}
 
 // history reads what a history file gained since the last refresh.
 func (r *Reader) history(path string, d *Delta, final bool) {
@@ -381,7 +408,7 @@ func (r *Reader) history(path string, d *Delta, final bool) {
 		}
 		if h == nil || h.v.mode != fs.ModeIrregular {
 			if h == nil {
-				h = &histFile{counts: map[PromptKey]int64{}, errs: map[ErrorKey]int64{}}
+				h = newHistFile()
 				r.hist[path] = h
 			}
 			h.v.mode = fs.ModeIrregular
@@ -403,61 +430,45 @@ func (r *Reader) history(path string, d *Delta, final bool) {
 		return // changed under us: the next refresh reads it
 	}
 	if h == nil {
-		h = &histFile{counts: map[PromptKey]int64{}, errs: map[ErrorKey]int64{}}
+		h = newHistFile()
 		r.hist[path] = h
 	}
-	fresh := h
-	if fi.Size() < h.offset || !bytes.HasPrefix(head, h.head) {
-		// Rewritten or cut: count it again from the start, into new
-		// counts, and let the counters gain only what is beyond.
-		fresh = &histFile{counts: map[PromptKey]int64{}, errs: map[ErrorKey]int64{}}
+	if h.offset > 0 && (fi.Size() < h.offset || !bytes.HasPrefix(head, h.head) || !endsLine(f, h.offset)) {
+		// Cut, rewritten, or not the file whose lines ended at the
+		// offset: read it again from the start.
+		h.offset = 0
+		h.counts, h.errs = map[PromptKey]int64{}, map[ErrorKey]int64{}
 	}
-	added, addedErrs := fresh.readFrom(f, fi.Size(), r.cfg.MaxLineBytes, final)
-	fresh.v, fresh.head = v, head
-	if fresh != h {
-		for k, n := range fresh.counts {
-			if n > h.counts[k] {
-				addPrompt(d, k, n-h.counts[k])
-			} else {
-				fresh.counts[k] = h.counts[k]
-			}
+	h.readFrom(f, fi.Size(), r.cfg.MaxLineBytes, final)
+	h.v, h.head = v, head
+	for k, n := range h.counts {
+		if n > h.counted[k] {
+			addPrompt(d, k, n-h.counted[k])
+			h.counted[k] = n
 		}
-		for k, n := range h.counts {
-			if _, ok := fresh.counts[k]; !ok {
-				fresh.counts[k] = n
-			}
-		}
-		for k, n := range fresh.errs {
-			if n > h.errs[k] {
-				addErrN(d, k, n-h.errs[k])
-			} else {
-				fresh.errs[k] = h.errs[k]
-			}
-		}
-		for k, n := range h.errs {
-			if _, ok := fresh.errs[k]; !ok {
-				fresh.errs[k] = n
-			}
-		}
-		r.hist[path] = fresh
-		return
 	}
-	// Appended: the counts grew by what was read.
-	for k, n := range added {
-		addPrompt(d, k, n)
-	}
-	for k, n := range addedErrs {
-		addErrN(d, k, n)
+	for k, n := range h.errs {
+		if n > h.erred[k] {
+			addErrN(d, k, n-h.erred[k])
+			h.erred[k] = n
+		}
 	}
 }
 
+// endsLine reports whether the byte before off is a newline: the offset
+// still starts a line of this file.
+func endsLine(f *os.File, off int64) bool {
+	var b [1]byte
+	n, err := f.ReadAt(b[:], off-1)
+	_, _ = n, err // a short read leaves b[0] zero: not a newline
+	return b[0] == '\n'
+}
+
 // readFrom reads the complete lines between the offset and size (and,
-// when final, a last line without its newline), adds them to the counts
-// and returns what was added.
-func (h *histFile) readFrom(f *os.File, size int64, maxLine int, final bool) (map[PromptKey]int64, map[ErrorKey]int64) {
-	added, addedErrs := map[PromptKey]int64{}, map[ErrorKey]int64{}
+// when final, a last line without its newline) into the counts.
+func (h *histFile) readFrom(f *os.File, size int64, maxLine int, final bool) {
 	if size <= h.offset {
-		return added, addedErrs
+		return
 	}
 	br := bufio.NewReaderSize(io.NewSectionReader(f, h.offset, size-h.offset), 64<<10)
 	pos := h.offset
@@ -491,13 +502,13 @@ func (h *histFile) readFrom(f *os.File, size int64, maxLine int, final bool) (ma
 		line = bytes.TrimSuffix(bytes.TrimSuffix(line, []byte("\n")), []byte("\r"))
 		switch {
 		case tooLong || len(line) > maxLine:
-			addedErrs[ErrorKey{KindHistory, "too_long"}]++
+			h.errs[ErrorKey{KindHistory, "too_long"}]++
 		case len(bytes.TrimSpace(line)) == 0:
 		default:
 			if p, perr := claudedir.ParsePrompt(line); perr != nil {
-				addedErrs[ErrorKey{KindHistory, claudedir.Reason(perr)}]++
+				h.errs[ErrorKey{KindHistory, claudedir.Reason(perr)}]++
 			} else {
-				added[PromptKey{Project: p.Project, Command: p.Command}]++
+				h.counts[PromptKey{Project: p.Project, Command: p.Command}]++
 			}
 		}
 		pos += lineBytes
@@ -507,13 +518,6 @@ func (h *histFile) readFrom(f *os.File, size int64, maxLine int, final bool) (ma
 		}
 	}
 	h.offset = pos
-	for k, n := range added {
-		h.counts[k] += n
-	}
-	for k, n := range addedErrs {
-		h.errs[k] += n
-	}
-	return added, addedErrs
 }
 
 func addPrompt(d *Delta, k PromptKey, n int64) {

@@ -405,8 +405,9 @@ func TestRefreshGivesEveryJobAState(t *testing.T) {
 				inv: inv{Jobs: map[string]int{"blocked": 5, "done": 2, "unknown": 3, "other": 1}}},
 			{name: "a timeline grows", do: appendTo("jobs/timeline-last-valid/timeline.jsonl", event("done")),
 				inv: inv{Jobs: map[string]int{"blocked": 4, "done": 3, "unknown": 3, "other": 1}},
-				// The whole timeline is read again: its bad line too.
-				delta: Delta{Errors: map[ek]int64{{KindJobTimeline, "malformed"}: 1}}},
+				// The whole timeline is read again, but its bad line
+				// was counted already: the errors stay as they were.
+			},
 		}},
 		{name: "a timeline line over MaxLineBytes is too long", cfg: Config{MaxLineBytes: 200}, steps: []step{
 			{name: "first", do: write("jobs/j/timeline.jsonl", event("blocked")+
@@ -615,6 +616,13 @@ func TestRefreshCountsHistoryLinesOnce(t *testing.T) {
 			{name: "back with what it held before", do: write(h, promptIn("z", "/q", "s3")+prompts(4, "x", "/p")+prompts(5, "w", "/q")),
 				delta: Delta{}},
 		}},
+		// A rewrite is told from an append by the first KiB alone: one
+		// that keeps it is read on from the old offset, mid-line.
+		{name: "a history file rewritten with other content after its first KiB", steps: []step{
+			{name: "first", do: write(h, prompts(20, "x", "/p")), delta: Delta{Prompts: map[pk]int64{p: 20}}},
+			{name: "rewritten: the same first twelve lines (more than 1 KiB), then others, longer", do: write(h, prompts(12, "x", "/p")+prompts(15, "/compact", "/p")),
+				delta: Delta{Prompts: map[pk]int64{c: 15}}},
+		}},
 		{name: "a history file truncated and refilled between refreshes", steps: []step{
 			{name: "first", do: write(h, prompts(3, "x", "/p")), delta: Delta{Prompts: map[pk]int64{p: 3}}},
 			// (Sizes differ from step to step: a file's time may not move.)
@@ -622,6 +630,20 @@ func TestRefreshCountsHistoryLinesOnce(t *testing.T) {
 				delta: Delta{Prompts: map[pk]int64{q: 1}}},
 			{name: "truncated and refilled, longer", do: all(truncate(h, 0), appendTo(h, promptIn("y", "/q", "s9")+prompts(4, "x", "/p"))),
 				delta: Delta{Prompts: map[pk]int64{p: 1}}},
+		}},
+		// Once a refresh has seen the file cut, the lines that come back
+		// are counted as appended, not against what was counted before.
+		{name: "a history file seen empty, then refilled", steps: []step{
+			{name: "first", do: write(h, prompts(3, "x", "/p")), delta: Delta{Prompts: map[pk]int64{p: 3}}},
+			{name: "truncated", do: truncate(h, 0)},
+			{name: "refilled with fewer", do: appendTo(h, prompts(2, "x", "/p")+prompt("yy", "/q")),
+				delta: Delta{Prompts: map[pk]int64{q: 1}}},
+		}},
+		// The file ends up holding the same three lines it held at first.
+		{name: "a history file cut shorter, then refilled with what it held", steps: []step{
+			{name: "first", do: write(h, prompts(3, "x", "/p")), delta: Delta{Prompts: map[pk]int64{p: 3}}},
+			{name: "cut to its first line", do: truncate(h, int64(len(prompt("x", "/p"))))},
+			{name: "the same two lines again", do: appendTo(h, prompts(2, "x", "/p"))},
 		}},
 		{name: "a line longer than MaxLineBytes and 64 KiB is skipped", cfg: Config{MaxLineBytes: 100 << 10}, steps: []step{
 			{name: "first", do: write(h, prompt("x", "/p")+longPrompt(200<<10, "/long")+prompt("y", "/q")+
