@@ -1,9 +1,12 @@
 package e2e
 
 import (
+	"fmt"
+	"os"
 	"path/filepath"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/claude-transcript-exporter/claude-transcript-exporter/internal/indepcount"
 	"github.com/claude-transcript-exporter/claude-transcript-exporter/internal/testbackend"
@@ -75,4 +78,102 @@ func TestClaudeDirFilesEqualIndependentCount(t *testing.T) {
 	if prompts == 0 || commands == 0 || tasks == 0 || todos == 0 {
 		t.Errorf("the trees hold no prompts, commands, tasks or todos: the test proves nothing")
 	}
+}
+
+// TestClaudeDirFilesFollowTheDisk runs the daemon over a Claude dir that
+// changes: a session starts and ends, the user types, a session crashes
+// leaving its file behind, and the daemon restarts. /metrics follows every
+// change, and the prompt counters neither reset nor double.
+func TestClaudeDirFilesFollowTheDisk(t *testing.T) {
+	dir := t.TempDir()
+	mustWrite := func(rel, text string) {
+		t.Helper()
+		p := filepath.Join(dir, rel)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	appendLine := func(rel, line string) {
+		t.Helper()
+		f, err := os.OpenFile(filepath.Join(dir, rel), os.O_APPEND|os.O_WRONLY, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		if _, err := f.WriteString(line + "\n"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mustWrite("projects/-work-app/.keep", "")
+	mustWrite("history.jsonl", `{"display":"lorem","pastedContents":{},"timestamp":1763900000000,"project":"/work/app"}`+"\n"+
+		`{"display":"ipsum","pastedContents":{},"timestamp":1763900001000,"project":"/work/app"}`+"\n")
+	mustWrite("todos/s-agent-s.json", `[{"content":"x","status":"pending","activeForm":"x"}]`)
+
+	addr := fmt.Sprintf("127.0.0.1:%d", testbackend.FreePort(t))
+	args := []string{"--claude.dir=" + dir, "--traces.exporter=none", "--claude.files-interval=100ms",
+		"--state.file=" + filepath.Join(t.TempDir(), "state")}
+	p := startDaemon(t, addr, args...)
+	t.Cleanup(func() { p.stop(t) })
+	waitReady(t, addr, p)
+
+	metric := func(name string, labels ...string) float64 {
+		mfs := parseExposition(t, scrape(t, addr))
+		by := sumBy(mfs, name, labels...)
+		var v float64
+		for _, n := range by {
+			v += n
+		}
+		return v
+	}
+	until := func(what string, name string, want float64, labels ...string) {
+		t.Helper()
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			got := metric(name, labels...)
+			if got == want {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: %s = %v, want %v", what, name, got, want)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	until("at start", "claude_transcript_prompts_total", 2)
+	until("at start", "claude_transcript_sessions_running", 0)
+
+	// A session starts: this test's own process stands for it.
+	live := fmt.Sprintf(`{"pid":%d,"sessionId":"7d1c6a2e-0000-4000-8000-00000000000a","cwd":"/work/app","startedAt":1763900000000,"version":"2.1.260","kind":"interactive","entrypoint":"cli","status":"busy","updatedAt":1763900000000}`, os.Getpid())
+	mustWrite(fmt.Sprintf("sessions/%d.json", os.Getpid()), live)
+	until("a session starts", "claude_transcript_sessions_running", 1)
+	if v := parseExposition(t, scrape(t, addr)); sumBy(v, "claude_transcript_sessions_running", "entrypoint", "kind", "status")["cli|interactive|busy"] != 1 {
+		t.Errorf("the running session is not labelled cli|interactive|busy: %v", sumBy(v, "claude_transcript_sessions_running", "entrypoint", "kind", "status"))
+	}
+	// The user types a prompt and a command; a todo is done.
+	appendLine("history.jsonl", `{"display":"/compact keep the API","pastedContents":{},"timestamp":1763900002000,"project":"/work/app"}`)
+	appendLine("history.jsonl", `{"display":"dolor","pastedContents":{},"timestamp":1763900003000,"project":"/work/app"}`)
+	mustWrite("todos/s-agent-s.json", `[{"content":"x","status":"completed","activeForm":"x"}]`)
+	until("a prompt typed", "claude_transcript_prompts_total", 3)
+	until("a command typed", "claude_transcript_slash_commands_total", 1)
+	waitFor(t, func() bool {
+		v := sumBy(parseExposition(t, scrape(t, addr)), "claude_transcript_todos", "status")
+		return v["pending"] == 0 && v["completed"] == 1
+	})
+	// The session ends; another one crashed long ago, leaving its file.
+	if err := os.Remove(filepath.Join(dir, fmt.Sprintf("sessions/%d.json", os.Getpid()))); err != nil {
+		t.Fatal(err)
+	}
+	mustWrite("sessions/2147483000.json", `{"pid":2147483000,"sessionId":"x","kind":"interactive","entrypoint":"cli","status":"busy"}`)
+	until("the session ends", "claude_transcript_sessions_running", 0)
+	until("a crashed session's file", "claude_transcript_session_files_stale", 1)
+
+	// A restart reads the history again: the counters carry on, not double.
+	p.stop(t)
+	p = startDaemon(t, addr, args...)
+	waitReady(t, addr, p)
+	until("after a restart", "claude_transcript_prompts_total", 3)
+	until("after a restart", "claude_transcript_slash_commands_total", 1)
 }

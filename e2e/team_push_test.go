@@ -23,6 +23,7 @@ func TestThreeMachinesPushToOneCollector(t *testing.T) {
 	col := testbackend.StartMetricsCollector(t, prom.URL()+"/api/v1/otlp/v1/metrics")
 	trees := map[string]string{"laptop-a": "spotter", "laptop-b": "eduardodmb", "laptop-c": "swordintel"}
 	want := map[string]float64{}
+	wantPrompts, wantTodos := map[string]float64{}, map[string]float64{}
 	var wantSum float64
 	type machine struct {
 		addr, state string
@@ -42,6 +43,16 @@ func TestThreeMachinesPushToOneCollector(t *testing.T) {
 				wantSum += float64(n)
 			}
 		}
+		files, err := indepcount.CountFiles(dir, alive)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, n := range files.Prompts {
+			wantPrompts[inst] += float64(n)
+		}
+		for _, n := range files.Todos {
+			wantTodos[inst] += float64(n)
+		}
 		m := &machine{addr: fmt.Sprintf("127.0.0.1:%d", testbackend.FreePort(t)), state: filepath.Join(t.TempDir(), "state")}
 		m.args = []string{"--claude.dir=" + dir, "--state.file=" + m.state, "--traces.exporter=none",
 			"--metrics.push=otlp", "--metrics.push.endpoint=" + col.Endpoint(), "--metrics.push.insecure",
@@ -54,18 +65,26 @@ func TestThreeMachinesPushToOneCollector(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	perInstance := func() map[string]float64 {
-		res, err := prom.Query(ctx, `sum by (instance) (claude_transcript_tokens_total{job="claude-transcript-exporter"})`)
+	byInstance := func(metric string) map[string]float64 {
+		res, err := prom.Query(ctx, `sum by (instance) (`+metric+`{job="claude-transcript-exporter"})`)
 		if err != nil {
 			t.Fatal(err)
 		}
 		got := map[string]float64{}
 		for _, s := range res.Samples {
-			got[s.Labels["instance"]] = s.Value
+			if s.Value != 0 {
+				got[s.Labels["instance"]] = s.Value
+			}
 		}
 		return got
 	}
-	equal := func(got map[string]float64) bool {
+	perInstance := func() map[string]float64 { return byInstance("claude_transcript_tokens_total") }
+	same := func(got, want map[string]float64) bool {
+		for k, v := range want {
+			if v == 0 {
+				delete(want, k)
+			}
+		}
 		if len(got) != len(want) {
 			return false
 		}
@@ -76,6 +95,7 @@ func TestThreeMachinesPushToOneCollector(t *testing.T) {
 		}
 		return true
 	}
+	equal := func(got map[string]float64) bool { return same(got, want) }
 	var got map[string]float64
 	for {
 		got = perInstance()
@@ -87,6 +107,14 @@ func TestThreeMachinesPushToOneCollector(t *testing.T) {
 			t.Fatalf("tokens per instance = %v, independent count %v", got, want)
 		case <-time.After(500 * time.Millisecond):
 		}
+	}
+	// The Claude dir beside the transcripts is pushed too: prompts from
+	// the history, todos of the moment.
+	if got := byInstance("claude_transcript_prompts_total"); !same(got, wantPrompts) || len(wantPrompts) == 0 {
+		t.Errorf("prompts per instance = %v, independent count %v", got, wantPrompts)
+	}
+	if got := byInstance("claude_transcript_todos"); !same(got, wantTodos) || len(wantTodos) == 0 {
+		t.Errorf("todos per instance = %v, independent count %v", got, wantTodos)
 	}
 	sum, err := prom.QueryValue(ctx, `sum(claude_transcript_tokens_total)`)
 	if err != nil || sum != wantSum {
@@ -113,6 +141,12 @@ func TestThreeMachinesPushToOneCollector(t *testing.T) {
 	}
 	if v, err := prom.QueryValue(ctx, `sum(resets(claude_transcript_tokens_total{instance="laptop-b"}[5m]))`); err != nil || v != 0 {
 		t.Errorf("resets of laptop-b's counters over the restart: %v (%v), want 0", v, err)
+	}
+	if v, err := prom.QueryValue(ctx, `sum(resets(claude_transcript_prompts_total{instance="laptop-b"}[5m]))`); err != nil || v != 0 {
+		t.Errorf("resets of laptop-b's prompt counters over the restart: %v (%v), want 0", v, err)
+	}
+	if got := byInstance("claude_transcript_prompts_total"); !same(got, wantPrompts) {
+		t.Errorf("after a restart: prompts per instance = %v, want %v", got, wantPrompts)
 	}
 	if v, err := prom.QueryValue(ctx, `sum(increase(claude_transcript_tokens_total{instance="laptop-b"}[5m]))`); err != nil || v != 0 {
 		t.Errorf("increase of laptop-b's tokens over the restart: %v (%v), want 0 (nothing was appended)", v, err)
