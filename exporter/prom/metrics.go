@@ -32,6 +32,7 @@ type Metrics struct {
 	now                                                      func() time.Time
 	mu                                                       sync.Mutex
 	activity                                                 map[string]activity
+	hist                                                     *History
 }
 
 type activity struct {

@@ -13,7 +13,11 @@ import (
 // restart never lowers them. client_golang's own vectors cannot be set
 // (histograms least of all), so these are collected as const metrics.
 type vec struct {
-	name    string
+	name string
+	help string
+	// hist keeps the counter's increments with their time (the one-shot
+	// history export); nil otherwise.
+	hist    *History
 	desc    *prometheus.Desc
 	typ     prometheus.ValueType // CounterValue or GaugeValue; histograms set buckets
 	buckets []float64            // histograms only
@@ -39,6 +43,7 @@ type series struct {
 func newVec(name, help string, typ prometheus.ValueType, buckets []float64, labels ...string) *vec {
 	return &vec{
 		name:    name,
+		help:    help,
 		desc:    prometheus.NewDesc(name, help, labels, nil),
 		typ:     typ,
 		buckets: buckets,
@@ -80,6 +85,19 @@ func (v *vec) add(x float64, lv ...string) {
 	v.mu.Lock()
 	v.get(lv).value += x
 	v.mu.Unlock()
+	if v.hist != nil {
+		v.hist.record(v, lv, x)
+	}
+}
+
+// value is a series' value (0 when it does not exist).
+func (v *vec) value(lv []string) float64 {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if s := v.m[key(lv)]; s != nil {
+		return s.value
+	}
+	return 0
 }
 
 func (v *vec) setMax(x float64, lv ...string) {

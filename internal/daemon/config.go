@@ -41,6 +41,14 @@ type Config struct {
 	// Stdout (--oneshot.metrics-file), e.g. to keep stdout pure OTLP JSON
 	// with --traces.exporter=stdout.
 	OneshotMetricsFile string
+	// OneshotHistoryFile receives every counter as OpenMetrics samples
+	// with timestamps (--oneshot.history-file), sampled every
+	// OneshotHistoryStep, with the job and instance labels a scrape
+	// would add (--oneshot.history-job, --oneshot.history-instance).
+	OneshotHistoryFile     string
+	OneshotHistoryStep     time.Duration
+	OneshotHistoryJob      string
+	OneshotHistoryInstance string
 
 	MaxLineBytes int // --tail.max-line-bytes
 	// GroupBytes is how much the backfill reads between two settles
@@ -127,21 +135,24 @@ const DefaultTracesSince = 7 * 24 * time.Hour
 // fills it from the environment.
 func NewConfig() Config {
 	return Config{
-		WebListenAddresses: []string{":9812"},
-		TelemetryPath:      "/metrics",
-		MaxLineBytes:       transcript.DefaultMaxLineBytes,
-		GroupBytes:         DefaultGroupBytes,
-		RescanInterval:     discover.DefaultRescanInterval,
-		PollInterval:       time.Second,
-		Settle:             session.DefaultSettle,
-		ProjectLabel:       string(metrics.ProjectBasename),
-		AttributionLimit:   metrics.DefaultMaxAttribution,
-		ActiveWindow:       5 * time.Minute,
-		FilesInterval:      10 * time.Second,
-		IdleTimeout:        30 * time.Minute,
-		ShutdownTimeout:    10 * time.Second,
-		StateFlushInterval: 10 * time.Second,
-		Push:               PushConfig{Exporter: "auto", Identity: otlp.Identity{Attributes: map[string]string{}}},
+		WebListenAddresses:     []string{":9812"},
+		TelemetryPath:          "/metrics",
+		MaxLineBytes:           transcript.DefaultMaxLineBytes,
+		GroupBytes:             DefaultGroupBytes,
+		RescanInterval:         discover.DefaultRescanInterval,
+		PollInterval:           time.Second,
+		Settle:                 session.DefaultSettle,
+		ProjectLabel:           string(metrics.ProjectBasename),
+		AttributionLimit:       metrics.DefaultMaxAttribution,
+		ActiveWindow:           5 * time.Minute,
+		FilesInterval:          10 * time.Second,
+		OneshotHistoryStep:     time.Hour,
+		OneshotHistoryJob:      "claude-transcript-exporter",
+		OneshotHistoryInstance: "exporter:9812",
+		IdleTimeout:            30 * time.Minute,
+		ShutdownTimeout:        10 * time.Second,
+		StateFlushInterval:     10 * time.Second,
+		Push:                   PushConfig{Exporter: "auto", Identity: otlp.Identity{Attributes: map[string]string{}}},
 		Traces: TracesConfig{
 			Exporter:        "auto",
 			CaptureMaxBytes: 4096,
@@ -285,6 +296,15 @@ func (c *Config) Validate() error {
 		if _, err := metrics.ParsePrices(b); err != nil {
 			return fmt.Errorf("--pricing.file: %s: %w", c.PricingFile, err)
 		}
+	}
+	if c.OneshotHistoryFile != "" && !c.Oneshot {
+		return fmt.Errorf("--oneshot.history-file: needs --oneshot")
+	}
+	if c.OneshotHistoryStep < time.Minute || 24*time.Hour%c.OneshotHistoryStep != 0 && c.OneshotHistoryStep%(24*time.Hour) != 0 {
+		return fmt.Errorf("--oneshot.history-step: %s, want at least 1m and a divisor or a multiple of 24h (so that days begin on a sample)", c.OneshotHistoryStep)
+	}
+	if c.OneshotHistoryFile != "" && (c.OneshotHistoryJob == "" || c.OneshotHistoryInstance == "") {
+		return fmt.Errorf("--oneshot.history-job and --oneshot.history-instance must not be empty: they are the labels a scrape adds")
 	}
 	if c.FilesInterval < 100*time.Millisecond {
 		return fmt.Errorf("--claude.files-interval: %s is below 100ms", c.FilesInterval)

@@ -114,6 +114,12 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger, stdout io.Writer)
 	}
 
 	if cfg.Oneshot {
+		// History export: every counter increment with its time.
+		var history *prom.History
+		if cfg.OneshotHistoryFile != "" {
+			history = prom.NewHistory(cfg.OneshotHistoryStep)
+			usage.RecordHistory(history)
+		}
 		// Metrics push: the same series as the exposition, over OTLP.
 		push, err := newPush(ctx, &cfg, reg, logger.With("component", "push"), os.Getenv)
 		if err != nil {
@@ -137,6 +143,16 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger, stdout io.Writer)
 		var exportErr error
 		if traces != nil {
 			exportErr = traces.close(ctx, cfg.ShutdownTimeout)
+		}
+		if history != nil {
+			extra := [][2]string{{"instance", cfg.OneshotHistoryInstance}, {"job", cfg.OneshotHistoryJob}}
+			end := now()
+			if err := writeOut(cfg.OneshotHistoryFile, func(w io.Writer) error {
+				return history.WriteOpenMetrics(w, usage, end, extra...)
+			}); err != nil {
+				return fmt.Errorf("--oneshot.history-file: %w", err)
+			}
+			logger.Info("wrote the history", "file", cfg.OneshotHistoryFile, "step", cfg.OneshotHistoryStep, "end", end)
 		}
 		if cfg.OneshotMetricsFile != "" {
 			if err := writeExpositionFile(cfg.OneshotMetricsFile, reg); err != nil {
@@ -312,12 +328,17 @@ func writeExposition(w io.Writer, g prometheus.Gatherer) error {
 	return nil
 }
 
-// writeExpositionFile writes the exposition to path. A regular file (or a
-// new one) is replaced atomically, a temp file renamed over it, as
-// node_exporter's textfile collector requires; through a link, the file it
-// names is replaced and the link stays. A device or a pipe is written in
-// place, never replaced; a directory is an error.
+// writeExpositionFile writes the exposition to path (see writeOut).
 func writeExpositionFile(path string, g prometheus.Gatherer) error {
+	return writeOut(path, func(w io.Writer) error { return writeExposition(w, g) })
+}
+
+// writeOut writes a file through write. A regular file (or a new one) is
+// replaced atomically, a temp file renamed over it, as node_exporter's
+// textfile collector requires; through a link, the file it names is
+// replaced and the link stays. A device or a pipe is written in place,
+// never replaced; a directory is an error.
+func writeOut(path string, write func(io.Writer) error) error {
 	// A link is followed: the file it names is what gets replaced.
 	target := path
 	if resolved, err := filepath.EvalSymlinks(path); err == nil {
@@ -333,14 +354,14 @@ func writeExpositionFile(path string, g prometheus.Gatherer) error {
 	case !fi.Mode().IsRegular():
 		// A device (/dev/null, /dev/stdout) or a pipe is written in
 		// place: renaming over it would replace it with a file.
-		return writeInPlace(target, g)
+		return writeInPlace(target, write)
 	}
 	tmp, err := os.CreateTemp(filepath.Dir(target), "."+filepath.Base(target)+".*.tmp")
 	if err != nil {
 		return err
 	}
 	defer os.Remove(tmp.Name())
-	if err := writeExposition(tmp, g); err != nil {
+	if err := write(tmp); err != nil {
 		tmp.Close()
 		return err
 	}
@@ -353,15 +374,15 @@ func writeExpositionFile(path string, g prometheus.Gatherer) error {
 	return os.Rename(tmp.Name(), target)
 }
 
-// writeInPlace writes the exposition into a file that is not a regular
-// file. It opens without blocking, so a pipe nobody reads is an error
-// ("no such device or address") instead of a hang.
-func writeInPlace(path string, g prometheus.Gatherer) error {
+// writeInPlace writes a file that is not a regular file. It opens without
+// blocking, so a pipe nobody reads is an error ("no such device or
+// address") instead of a hang.
+func writeInPlace(path string, write func(io.Writer) error) error {
 	f, err := openWriteNonBlocking(path)
 	if err != nil {
 		return err
 	}
-	if err := writeExposition(f, g); err != nil {
+	if err := write(f); err != nil {
 		f.Close()
 		return err
 	}

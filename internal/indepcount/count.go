@@ -12,6 +12,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // Token types used as keys of Totals.Tokens[model].
@@ -52,10 +53,16 @@ type Totals struct {
 	Commits             int64                       // successful Bash calls running git commit (not --dry-run)
 	PullRequestsCreated int64                       // successful Bash calls running gh pr create
 	PullRequestsLinked  int64                       // distinct pull requests of pr-link records
-	SyntheticMessages   int64                       // distinct <synthetic> assistant message ids
-	MalformedLines      int64                       // lines that are not valid JSON objects (skipped)
-	Files               int                         // transcript files read
-	Conflicts           []string                    // notes where the rules had to pick between disagreeing copies
+	// By the UTC day each request was done (see byDay): output and
+	// cache-read tokens (advisor inferences included). Requests without
+	// a timestamp are in no day.
+	OutputByDay       map[string]int64
+	CacheReadByDay    map[string]int64
+	Done              []DoneRequest // requests with a time, to be priced by the day
+	SyntheticMessages int64         // distinct <synthetic> assistant message ids
+	MalformedLines    int64         // lines that are not valid JSON objects (skipped)
+	Files             int           // transcript files read
+	Conflicts         []string      // notes where the rules had to pick between disagreeing copies
 }
 
 // candidate is one assistant line that may be the winner of its request.
@@ -71,6 +78,7 @@ type candidate struct {
 	e1h        int64 // usage.cache_creation.ephemeral_1h_input_tokens
 	searches   int64 // usage.server_tool_use.web_search_requests
 	advisor    []advisorIter
+	speed, geo string // usage.speed, usage.inference_geo
 }
 
 // advisorIter is one usage.iterations[] entry of type advisor_message.
@@ -82,8 +90,10 @@ type advisorIter struct {
 
 // reqFirst is what the first line of a request says about it.
 type reqFirst struct {
-	agent     string // "" in the main thread
-	missType  string // first diagnostics.cache_miss_reason.type of any line
+	file      string    // the file of its first line
+	last      time.Time // the newest timestamp of its lines in that file: when it was done
+	agent     string    // "" in the main thread
+	missType  string    // first diagnostics.cache_miss_reason.type of any line
 	missCount int64
 }
 
@@ -196,6 +206,8 @@ func Count(claudeDir string) (*Totals, error) {
 			ToolCalls:       map[string]map[string]int64{},
 			Compactions:     map[string]int64{},
 			WebSearches:     map[string]int64{},
+			OutputByDay:     map[string]int64{},
+			CacheReadByDay:  map[string]int64{},
 		},
 	}
 	for _, path := range files {
@@ -292,7 +304,7 @@ func (c *counter) line(where, agent string, line []byte) {
 
 	switch str(rec["type"]) {
 	case "assistant", "user":
-		c.carrier(where, agent, rec)
+		c.carrier(where, agent, rec, stamp(rec, nil))
 	case "progress":
 		if data, ok := rec["data"].(map[string]any); ok {
 			if inner, ok := data["message"].(map[string]any); ok {
@@ -304,7 +316,7 @@ func (c *counter) line(where, agent string, line []byte) {
 					if tool := str(rec["parentToolUseID"]); inAgent != "" && tool != "" && c.agentTool[inAgent] == "" {
 						c.agentTool[inAgent] = tool
 					}
-					c.carrier(where, inAgent, inner)
+					c.carrier(where, inAgent, inner, stamp(inner, rec))
 				}
 			}
 		}
@@ -330,7 +342,20 @@ func (c *counter) result(id string, isError bool) {
 
 // carrier handles one assistant or user record (top-level or embedded),
 // read in the thread of agent ("" for the main thread).
-func (c *counter) carrier(where, agent string, rec map[string]any) {
+// stamp is a record's timestamp (RFC 3339), else its outer record's; the
+// zero time when neither has one.
+func stamp(rec, outer map[string]any) time.Time {
+	for _, r := range []map[string]any{rec, outer} {
+		if s, ok := r["timestamp"].(string); ok {
+			if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
+				return t.UTC()
+			}
+		}
+	}
+	return time.Time{}
+}
+
+func (c *counter) carrier(where, agent string, rec map[string]any, ts time.Time) {
 	msg, _ := rec["message"].(map[string]any) // nil when absent; lookups on nil maps are fine
 	content, _ := msg["content"].([]any)
 
@@ -449,7 +474,7 @@ func (c *counter) carrier(where, agent string, rec map[string]any) {
 	if !ok {
 		stop = "none" // null, missing (or not a string)
 	}
-	cand := candidate{where: where, model: model, stop: stop}
+	cand := candidate{where: where, model: model, stop: stop, speed: str(usage["speed"]), geo: str(usage["inference_geo"])}
 	if validUsage(usage, breakdown) && validCount(server["web_search_requests"]) {
 		cand.input = num(usage["input_tokens"])
 		cand.output = num(usage["output_tokens"])
@@ -460,12 +485,15 @@ func (c *counter) carrier(where, agent string, rec map[string]any) {
 		cand.searches = num(server["web_search_requests"])
 		var ok bool
 		if cand.advisor, ok = advisorIters(usage); !ok {
-			cand = candidate{where: where, model: model, stop: stop}
+			cand = candidate{where: where, model: model, stop: stop, speed: cand.speed, geo: cand.geo}
 		}
 	}
 	if _, seen := c.requests[id]; !seen {
 		c.requestOrder = append(c.requestOrder, id)
-		c.first[id] = &reqFirst{agent: agent}
+		c.first[id] = &reqFirst{agent: agent, file: fileOf(where)}
+	}
+	if f := c.first[id]; f.file == fileOf(where) && ts.After(f.last) {
+		f.last = ts
 	}
 	if f := c.first[id]; f.missType == "" {
 		diag, _ := msg["diagnostics"].(map[string]any)
@@ -527,12 +555,26 @@ func (c *counter) finish() {
 			addTokens(t.AdvisorTokens, a.model, a.input, a.output, a.cacheRead, a.cacheTotal, a.e5m, a.e1h)
 			addTokens(t.TokensBySpender, spender, a.input, a.output, a.cacheRead, a.cacheTotal, a.e5m, a.e1h)
 		}
+		c.byDay(f.last, win)
 		if f.missType != "" {
 			t.CacheMisses[f.missType+"|"+win.model]++
 			t.CacheMissTokens[f.missType+"|"+win.model] += f.missCount
 		}
 	}
 
+	sort.Slice(t.Done, func(i, j int) bool {
+		a, b := t.Done[i], t.Done[j]
+		if !a.At.Equal(b.At) {
+			return a.At.Before(b.At)
+		}
+		if a.Model != b.Model {
+			return a.Model < b.Model
+		}
+		if a.Output != b.Output {
+			return a.Output < b.Output
+		}
+		return a.Input+a.CacheRead+a.CacheWrite5m+a.CacheWrite1h < b.Input+b.CacheRead+b.CacheWrite5m+b.CacheWrite1h
+	})
 	t.SyntheticMessages = int64(len(c.syntheticKeys))
 
 	// Tool calls.
@@ -930,4 +972,44 @@ func str(v any) string {
 func num(v any) int64 {
 	f, _ := v.(float64)
 	return int64(f)
+}
+
+// fileOf is the file part of a "file:line" place.
+func fileOf(where string) string {
+	if i := strings.LastIndexByte(where, ':'); i >= 0 {
+		return where[:i]
+	}
+	return where
+}
+
+// byDay adds a request's output and cache-read tokens to the UTC day it
+// was done (the newest timestamp of its lines in the file it first
+// appeared in), and keeps the request in Done for pricing. Advisor
+// inferences count on the same day.
+func (c *counter) byDay(at time.Time, win candidate) {
+	if at.IsZero() {
+		return
+	}
+	day := at.UTC().Format("2006-01-02")
+	t := c.t
+	add := func(model string, input, output, cacheRead, cacheTotal, e5m, e1h, searches int64) {
+		t.OutputByDay[day] += output
+		t.CacheReadByDay[day] += cacheRead
+		t.Done = append(t.Done, DoneRequest{At: at, Model: model, Speed: win.speed, Geo: win.geo,
+			Input: input, Output: output, CacheRead: cacheRead,
+			CacheWrite1h: e1h, CacheWrite5m: max(cacheTotal, e5m+e1h) - e1h, WebSearches: searches})
+	}
+	add(win.model, win.input, win.output, win.cacheRead, win.cacheTotal, win.e5m, win.e1h, win.searches)
+	for _, a := range win.advisor {
+		add(a.model, a.input, a.output, a.cacheRead, a.cacheTotal, a.e5m, a.e1h, 0)
+	}
+}
+
+// DoneRequest is one counted request (or its advisor's inferences under
+// the advisor's model) with the time it was done.
+type DoneRequest struct {
+	At                                                   time.Time
+	Model, Speed, Geo                                    string
+	Input, Output, CacheRead, CacheWrite5m, CacheWrite1h int64
+	WebSearches                                          int64
 }

@@ -45,6 +45,13 @@ type PromOptions struct {
 	RuleFiles []string
 	// ExtraArgs are appended to the prometheus command line.
 	ExtraArgs []string
+	// DataDir is the TSDB directory to start on (e.g. one holding blocks
+	// promtool made); default a new one.
+	DataDir string
+	// TargetJob, when set, is the one scrape job of every target (as
+	// deploy/prometheus/prometheus.yml names the exporter's job), instead
+	// of JobName(i).
+	TargetJob string
 	// OTLP turns on the OTLP receiver (/api/v1/otlp/v1/metrics), keeping
 	// metric names as sent and making service.instance.id the instance
 	// label, as deploy/team configures it.
@@ -87,6 +94,9 @@ func StartPrometheus(t testing.TB, opts PromOptions) *Prometheus {
 		t.Fatalf("start prometheus: %v", err)
 	}
 	dataDir := filepath.Join(dir, "data")
+	if opts.DataDir != "" {
+		dataDir = opts.DataDir
+	}
 	p := &Prometheus{
 		url:     "http://" + addr,
 		dir:     dir,
@@ -147,7 +157,15 @@ func promConfig(opts PromOptions, selfAddr string) ([]byte, []string) {
 		})
 	}
 	for i, target := range opts.Targets {
-		add(JobName(i), target)
+		if opts.TargetJob != "" && i > 0 {
+			scrapes[len(scrapes)-1].StaticConfigs[0].Targets = append(scrapes[len(scrapes)-1].StaticConfigs[0].Targets, target)
+			continue
+		}
+		job := JobName(i)
+		if opts.TargetJob != "" {
+			job = opts.TargetJob
+		}
+		add(job, target)
 	}
 	if opts.ScrapeSelf {
 		add(SelfJob, selfAddr)
@@ -319,6 +337,21 @@ func (p *Prometheus) Query(ctx context.Context, expr string) (QueryResult, error
 	res, err := decodeQueryData(data)
 	if err != nil {
 		return QueryResult{}, fmt.Errorf("query %q: %w", expr, err)
+	}
+	res.Warnings = warnings
+	return res, nil
+}
+
+// QueryAt evaluates expr at time at.
+func (p *Prometheus) QueryAt(ctx context.Context, expr string, at time.Time) (QueryResult, error) {
+	data, warnings, err := p.apiData(ctx, "/api/v1/query", url.Values{"query": {expr},
+		"time": {strconv.FormatFloat(float64(at.UnixMilli())/1000, 'f', 3, 64)}})
+	if err != nil {
+		return QueryResult{}, fmt.Errorf("query %q at %s: %w", expr, at, err)
+	}
+	res, err := decodeQueryData(data)
+	if err != nil {
+		return QueryResult{}, fmt.Errorf("query %q at %s: %w", expr, at, err)
 	}
 	res.Warnings = warnings
 	return res, nil

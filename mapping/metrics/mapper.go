@@ -65,6 +65,14 @@ type Observer interface {
 	Activity(sessionID, project string, t time.Time)
 }
 
+// Timed is implemented by observers that keep when each observation
+// happened (the one-shot history export): the mapper calls At with the
+// time of each unit before its observations. The time is the unit's own
+// (a request's is the line that completed it), never a clock's.
+type Timed interface {
+	At(t time.Time)
+}
+
 // Attributes are the label values of the attributed series: what a
 // request was made with. NoneValue stands for absent.
 type Attributes struct {
@@ -122,6 +130,7 @@ const OtherValue = "other"
 type Mapper struct {
 	cfg    Config
 	obs    Observer
+	timed  Timed // obs, when it keeps times
 	limits map[string]*limiter
 }
 
@@ -139,7 +148,25 @@ func NewMapper(cfg Config, obs Observer) *Mapper {
 	if cfg.MaxAttribution <= 0 {
 		cfg.MaxAttribution = DefaultMaxAttribution
 	}
-	return &Mapper{cfg: cfg, obs: obs, limits: map[string]*limiter{}}
+	timed, _ := obs.(Timed)
+	return &Mapper{cfg: cfg, obs: obs, timed: timed, limits: map[string]*limiter{}}
+}
+
+// at tells a timed observer when the next observations happened.
+func (m *Mapper) at(t time.Time) {
+	if m.timed != nil {
+		m.timed.At(t)
+	}
+}
+
+// firstKnown is the first of ts that is not zero.
+func firstKnown(ts ...time.Time) time.Time {
+	for _, t := range ts {
+		if !t.IsZero() {
+			return t
+		}
+	}
+	return time.Time{}
 }
 
 type limiter struct {
@@ -205,6 +232,7 @@ func (m *Mapper) model(s string) string {
 
 // Session implements session.Sink.
 func (m *Mapper) Session(s *session.Session) {
+	m.at(firstKnown(s.Start, s.End))
 	p := m.Project(s.Project)
 	if !s.Ended {
 		m.obs.AddSession(p)
@@ -229,6 +257,7 @@ const (
 // from its prompt to its last main-thread record; the user's is the gap
 // from the previous turn's end to this prompt, capped at UserTimeCap.
 func (m *Mapper) Turn(t *session.Turn) {
+	m.at(firstKnown(t.Start, t.End))
 	p := m.Project(t.Project)
 	m.obs.AddTurn(p)
 	if !t.Start.IsZero() && t.End.After(t.Start) {
@@ -241,6 +270,7 @@ func (m *Mapper) Turn(t *session.Turn) {
 
 // Request implements session.Sink.
 func (m *Mapper) Request(r *session.Request) {
+	m.at(RequestTime(r))
 	p := m.Project(r.Project)
 	model := m.model(r.Model)
 	stop := r.StopReason
@@ -290,6 +320,13 @@ func DayTime(day int32) time.Time {
 // whole request after it less the request before: a prompt-length tier
 // crossed by the growth reprices all of the request's tokens.
 func (m *Mapper) RequestUpdate(u *session.RequestUpdate) {
+	// The growth belongs to the request's day: the line that grew it,
+	// when it is of that day, else the day's start.
+	when := DayTime(u.Day)
+	if !u.At.IsZero() && (u.Day == 0 || u.At.Unix()/86400 == int64(u.Day)) {
+		when = u.At
+	}
+	m.at(when)
 	usd, ok := m.cfg.Prices.UpdateCost(u.Model, DayTime(u.Day), u.Before, u.Delta, ModifiersOf(u.Attribution))
 	m.tokens(m.model(u.Model), m.Project(u.Project), m.spender(u.Spender), m.attributes(u.Attribution), u.Delta, usd, ok)
 }
@@ -345,6 +382,7 @@ func (m *Mapper) tokens(model, project, spender string, attrs Attributes, t sess
 
 // ToolCall implements session.Sink.
 func (m *Mapper) ToolCall(c *session.ToolCall) {
+	m.at(firstKnown(c.End, c.Start))
 	tool := m.bound("tool", c.Name)
 	p := m.Project(c.Project)
 	m.obs.AddToolCall(tool, string(c.Outcome), p)
@@ -429,11 +467,13 @@ func EditLines(c *session.ToolCall) (added, removed int64) {
 
 // PullRequest implements session.Sink.
 func (m *Mapper) PullRequest(pr *session.PullRequest) {
+	m.at(pr.At)
 	m.obs.AddPullRequest(PRLinked, m.Project(pr.Project))
 }
 
 // Subagent implements session.Sink.
 func (m *Mapper) Subagent(s *session.Subagent) {
+	m.at(firstKnown(s.Start, s.End))
 	p := m.Project(s.Project)
 	if s.Warmup {
 		m.obs.AddWarmupAgent(p)
@@ -444,6 +484,7 @@ func (m *Mapper) Subagent(s *session.Subagent) {
 
 // Compaction implements session.Sink.
 func (m *Mapper) Compaction(c *session.Compaction) {
+	m.at(c.Time)
 	trig := m.bound("trigger", c.Trigger)
 	m.obs.AddCompaction(trig, m.Project(c.Project))
 	// A context size outside [0, MaxUsageTokens] is not one (a negative
@@ -456,5 +497,6 @@ func (m *Mapper) Compaction(c *session.Compaction) {
 
 // APIError implements session.Sink.
 func (m *Mapper) APIError(e *session.APIError) {
+	m.at(e.Time)
 	m.obs.AddAPIError(m.bound("kind", e.Kind), m.Project(e.Project))
 }

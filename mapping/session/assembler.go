@@ -574,7 +574,7 @@ func (a *Assembler) assistant(c *ctxState, r *transcript.Record, now time.Time) 
 			if out, tot := m.Usage.Output, m.Usage.Total(); better(out, tot, d.out, d.total) {
 				a.version++
 				d.out, d.total = out, tot
-				a.grow(key, &d, lab, where, m.ID, TokensOf(m.Usage), false)
+				a.grow(key, &d, lab, where, m.ID, TokensOf(m.Usage), false, r.Timestamp)
 				a.done.put(key, d)
 				// The advisor's inferences follow the winning copy.
 				for _, adv := range AdvisorTokensOf(m.Advisor) {
@@ -585,7 +585,7 @@ func (a *Assembler) assistant(c *ctxState, r *transcript.Record, now time.Time) 
 						al.model = adv.Model
 						ad = doneReq{lab: a.labels(al), day: d.day}
 					}
-					a.grow(ak, &ad, a.labelList[ad.lab], where, m.ID, adv.Tokens, true)
+					a.grow(ak, &ad, a.labelList[ad.lab], where, m.ID, adv.Tokens, true, r.Timestamp)
 					a.done.put(ak, ad)
 				}
 			}
@@ -1080,7 +1080,7 @@ func (a *Assembler) agentType(ag *agentState) string {
 // grow counts what a later, better copy of an emitted request (or of its
 // advisor's inferences) adds to d, under the labels it was first counted
 // with; it moves no counter down.
-func (a *Assembler) grow(key uint64, d *doneReq, lab reqLabels, where Where, msgID string, cur Tokens, advisor bool) {
+func (a *Assembler) grow(key uint64, d *doneReq, lab reqLabels, where Where, msgID string, cur Tokens, advisor bool, at time.Time) {
 	delta := cur.Sub(d.counted)
 	if delta.IsZero() {
 		return
@@ -1089,7 +1089,7 @@ func (a *Assembler) grow(key uint64, d *doneReq, lab reqLabels, where Where, msg
 	d.counted = d.counted.Max(cur)
 	where.Project = lab.project
 	a.sink.RequestUpdate(&RequestUpdate{Where: where, MessageID: msgID, Model: lab.model, Delta: delta,
-		Attribution: lab.attr, Before: before, Day: d.day, Advisor: advisor})
+		Attribution: lab.attr, Before: before, Day: d.day, Advisor: advisor, At: at})
 }
 
 // advisorKey is the dedup key of the advisor's inferences under one model

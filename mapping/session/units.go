@@ -202,6 +202,9 @@ type RequestUpdate struct {
 	// Advisor is set when the update is of the advisor's inferences in
 	// the request (Model is then the advisor's).
 	Advisor bool
+	// At is the time of the line that grew the request (zero when it
+	// has none).
+	At time.Time
 }
 
 // Outcome of a tool call.
