@@ -2,12 +2,14 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"sort"
+	"strings"
 	"testing"
 	"time"
 
@@ -121,4 +123,169 @@ func TestHistoryGivesEveryDayItsSpend(t *testing.T) {
 	}
 	t.Logf("%d days, %v output tokens", len(days), total)
 	_ = fmt.Sprint
+}
+
+// familiesOf lists the metric names of a history file's samples.
+func familiesOf(t *testing.T, file string) []string {
+	t.Helper()
+	b, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]bool{}
+	for _, line := range strings.Split(string(b), "\n") {
+		if strings.HasPrefix(line, "claude_transcript_") {
+			seen[line[:strings.IndexByte(line, '{')]] = true
+		}
+	}
+	return sortedKeys(seen)
+}
+
+// TestHistoryJoinsTheLiveSeriesWithoutASeam is the recipe end to end:
+// the history of a tree loaded into Prometheus, then the live exporter
+// over the same tree scraped by that Prometheus under the same job and
+// instance. Every history series continues in the live one with the same
+// value (no jump, no reset), and the increase across the join is exactly
+// what was appended after it.
+func TestHistoryJoinsTheLiveSeriesWithoutASeam(t *testing.T) {
+	tree := filepath.Join(t.TempDir(), "claude")
+	if err := os.CopyFS(tree, os.DirFS(filepath.Join(testbackend.CorpusDir(t), "damon-salvet"))); err != nil {
+		t.Fatal(err)
+	}
+	addr := fmt.Sprintf("127.0.0.1:%d", testbackend.FreePort(t))
+	data, histEnd := backfill(t, tree, addr)
+	p := startDaemon(t, addr, "--claude.dir="+tree, "--traces.exporter=none",
+		"--state.file="+filepath.Join(t.TempDir(), "state"))
+	t.Cleanup(func() { p.stop(t) })
+	waitReady(t, addr, p)
+	prom := testbackend.StartPrometheus(t, testbackend.PromOptions{DataDir: data, TargetJob: historyJob,
+		Targets: []string{addr}, ExtraArgs: []string{"--storage.tsdb.retention.time=10y"}})
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if err := prom.WaitForScrapes(ctx, 2); err != nil {
+		t.Fatal(err)
+	}
+
+	// The families the history holds (every usage counter with a series).
+	hist := filepath.Join(t.TempDir(), "again.om")
+	oneshot(t, "--claude.dir="+tree, "--oneshot.history-file="+hist, "--oneshot.history-instance="+addr)
+	families := familiesOf(t, hist)
+	if len(families) < 10 {
+		t.Fatalf("the history holds %d families: %v", len(families), families)
+	}
+	sel := `{job="` + historyJob + `",instance="` + addr + `"}`
+	across := func() string {
+		// From before the history's end to now: the join is inside.
+		return fmt.Sprintf("%ds", int(time.Since(histEnd).Seconds())+120)
+	}
+	value := func(expr string) float64 {
+		t.Helper()
+		res, err := prom.Query(ctx, expr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var v float64
+		for _, s := range res.Samples {
+			v += s.Value
+		}
+		return v
+	}
+	increases := func() map[string]float64 {
+		out := map[string]float64{}
+		for _, name := range families {
+			out[name] = value(`sum(increase(` + name + sel + `[` + across() + `] anchored))`)
+		}
+		for _, typ := range []string{"input", "output", "cache_read"} {
+			out["tokens:"+typ] = value(`sum(increase(claude_transcript_tokens_total{type="` + typ + `",` + sel[1:] + `[` + across() + `] anchored))`)
+		}
+		return out
+	}
+	// No seam: nothing moved across the join, nothing reset, and the
+	// series are one: history samples and live ones.
+	for name, v := range increases() {
+		if v != 0 {
+			t.Errorf("increase of %s across the join = %v, want 0 (nothing was appended)", name, v)
+		}
+	}
+	for _, name := range families {
+		if v := value(`sum(resets(` + name + sel + `[` + across() + `]))`); v != 0 {
+			t.Errorf("resets of %s across the join = %v, want 0", name, v)
+		}
+	}
+	if n := value(`count(count_over_time(claude_transcript_tokens_total` + sel + `[` + across() + `]) > 2)`); n == 0 {
+		t.Errorf("no token series has both history and live samples")
+	}
+
+	// Append a request after the join.
+	transcripts, _ := filepath.Glob(filepath.Join(tree, "projects", "*", "*.jsonl"))
+	sort.Strings(transcripts)
+	// Under a model the file already counts: its series exist on both
+	// sides of the join (a series new after it would start at its first
+	// value, which increase() cannot see: Prometheus's rule, not ours).
+	var target, model, sessionID, cwd string
+	for _, path := range transcripts {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, l := range strings.Split(string(b), "\n") {
+			var rec struct {
+				Type      string `json:"type"`
+				SessionID string `json:"sessionId"`
+				Cwd       string `json:"cwd"`
+				Message   struct {
+					Model      string `json:"model"`
+					StopReason string `json:"stop_reason"`
+				} `json:"message"`
+			}
+			if json.Unmarshal([]byte(l), &rec) == nil && rec.Type == "assistant" && rec.Cwd != "" &&
+				strings.HasPrefix(rec.Message.Model, "claude-") && rec.Message.StopReason == "end_turn" {
+				target, model, sessionID, cwd = path, rec.Message.Model, rec.SessionID, rec.Cwd
+			}
+		}
+		if target != "" {
+			break
+		}
+	}
+	if target == "" {
+		t.Fatal("no transcript of the tree has a Claude request that ended its turn")
+	}
+	now := time.Now().UTC()
+	line := fmt.Sprintf(`{"type":"assistant","uuid":"9d1c6a2e-0000-4000-8000-000000000001","sessionId":%q,"cwd":%q,"timestamp":%q,"message":{"id":"msg_after_the_join","model":%q,"role":"assistant","stop_reason":"end_turn","content":[{"type":"text","text":"x"}],"usage":{"input_tokens":10,"output_tokens":1234,"cache_read_input_tokens":500,"cache_creation_input_tokens":0}}}`+"\n", sessionID, cwd, now.Format(time.RFC3339Nano), model)
+	f, err := os.OpenFile(target, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteString(line); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	var got map[string]float64
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+		if got = increases(); got["tokens:output"] == 1234 {
+			break
+		}
+		if time.Now().After(deadline) {
+			live := sumBy(parseExposition(t, scrape(t, addr)), "claude_transcript_tokens_total", "type")
+			t.Fatalf("the append never showed across the join: %v; the exporter serves %v", got, live)
+		}
+	}
+	price, _ := metrics.DefaultPrices().RequestCost(model, now,
+		session.Tokens{Input: 10, Output: 1234, CacheRead: 500}, metrics.Modifiers{})
+	want := map[string]float64{
+		"tokens:output":                               1234,
+		"tokens:input":                                10,
+		"tokens:cache_read":                           500,
+		"claude_transcript_tokens_total":              1744,
+		"claude_transcript_requests_total":            1,
+		"claude_transcript_cost_usd_total":            price,
+		"claude_transcript_attributed_tokens_total":   1744,
+		"claude_transcript_attributed_cost_usd_total": price,
+	}
+	for k, v := range got {
+		if w := want[k]; math.Abs(v-w) > 1e-9 {
+			t.Errorf("increase of %s across the join = %v, want %v (only what was appended)", k, v, w)
+		}
+	}
+	t.Logf("across the join after the append: %v", got)
 }
