@@ -109,6 +109,12 @@ func TestBadFlagsFailAtStartNamingTheFlag(t *testing.T) {
 		{"missing pricing file", []string{"--claude.dir=" + tree, "--pricing.file=/nonexistent.json"}, "--pricing.file"},
 		{"line cap too small", []string{"--claude.dir=" + tree, "--tail.max-line-bytes=10"}, "--tail.max-line-bytes"},
 		{"unknown flag", []string{"--claude.dir=" + tree, "--no.such.flag"}, "no.such.flag"},
+		{"files interval too short", []string{"--claude.dir=" + tree, "--claude.files-interval=1ms"}, "--claude.files-interval"},
+		{"history step that splits no day", []string{"--claude.dir=" + tree, "--oneshot.history-file=/tmp/x.om", "--oneshot.history-step=7m"}, "--oneshot.history-step"},
+		{"history step too short", []string{"--claude.dir=" + tree, "--oneshot.history-file=/tmp/x.om", "--oneshot.history-step=30s"}, "--oneshot.history-step"},
+		{"history end not a time", []string{"--claude.dir=" + tree, "--oneshot.history-end=yesterday"}, "--oneshot.history-end"},
+		{"history end between steps", []string{"--claude.dir=" + tree, "--oneshot.history-end=2026-11-01T10:30:00Z"}, "--oneshot.history-end"},
+		{"history into a directory", []string{"--claude.dir=" + tree, "--oneshot.history-file=" + t.TempDir()}, "--oneshot.history-file"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -98,3 +98,27 @@ func bytesFlag(app *kingpin.Application, name, help string, p *int64) {
 		str: func() string { return units.Base2Bytes(*p).String() },
 	})
 }
+
+// timeFlag parses an RFC 3339 time or Unix seconds.
+func timeFlag(app *kingpin.Application, name, help string, p *time.Time) {
+	app.Flag(name, help).SetValue(&namedValue{
+		name: name,
+		set: func(s string) error {
+			if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
+				*p = t.UTC()
+				return nil
+			}
+			if f, err := strconv.ParseFloat(s, 64); err == nil && f > 0 && f < 1e11 {
+				*p = time.UnixMilli(int64(f * 1000)).UTC()
+				return nil
+			}
+			return fmt.Errorf("%q is neither an RFC 3339 time (2026-11-01T00:00:00Z) nor Unix seconds", s)
+		},
+		str: func() string {
+			if p.IsZero() {
+				return ""
+			}
+			return p.Format(time.RFC3339)
+		},
+	})
+}

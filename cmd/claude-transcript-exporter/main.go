@@ -55,6 +55,8 @@ func run(args []string) int {
 	app.Flag("oneshot.metrics-file", "With --oneshot, write the exposition to this file instead of stdout (e.g. for node_exporter's textfile collector, or to keep stdout pure OTLP JSON with --traces.exporter=stdout).").StringVar(&cfg.OneshotMetricsFile)
 	app.Flag("oneshot.history-file", "With --oneshot, also write every counter as OpenMetrics samples with timestamps, for promtool tsdb create-blocks-from openmetrics (see make backfill).").StringVar(&cfg.OneshotHistoryFile)
 	durationFlag(app, "oneshot.history-step", "Time between two samples of the history file (a divisor or a multiple of 24h, at least 1m).", &cfg.OneshotHistoryStep)
+	timeFlag(app, "oneshot.history-end", "End the history here (RFC 3339 or Unix seconds, a multiple of the step) instead of at the end of the read: "+
+		"the time Prometheus first scraped the live exporter, so that history and live samples never overlap.", &cfg.OneshotHistoryEnd)
 	app.Flag("oneshot.history-job", "The job label of the history's series: the job_name that scrapes the live exporter.").Default(cfg.OneshotHistoryJob).StringVar(&cfg.OneshotHistoryJob)
 	app.Flag("oneshot.history-instance", "The instance label of the history's series: the target address Prometheus scrapes the live exporter at.").Default(cfg.OneshotHistoryInstance).StringVar(&cfg.OneshotHistoryInstance)
 	intFlag(app, "tail.max-line-bytes", "Longest transcript line read; longer lines are counted as too_long and skipped.", &cfg.MaxLineBytes)

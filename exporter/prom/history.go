@@ -101,8 +101,10 @@ func floorDiv(a, b int64) int64 {
 // WriteOpenMetrics writes every recorded series as OpenMetrics text with
 // timestamps, ending with "# EOF". extra are label pairs added to every
 // series (the job and instance a scrape would add); end is the time of the
-// last sample (the end of the read).
-func (h *History) WriteOpenMetrics(w io.Writer, m *Metrics, end time.Time, extra ...[2]string) error {
+// last sample: the end of the read, where a series is the counter's value,
+// or, when cut, a step boundary before it, where a series holds the
+// increments made before end (and a series with none is left out).
+func (h *History) WriteOpenMetrics(w io.Writer, m *Metrics, end time.Time, cut bool, extra ...[2]string) error {
 	bw := bufio.NewWriterSize(w, 256<<10)
 	endMs := end.UnixMilli()
 	vecs := make([]*vec, 0, len(h.series))
@@ -122,6 +124,18 @@ func (h *History) WriteOpenMetrics(w io.Writer, m *Metrics, end time.Time, extra
 		for _, k := range keys {
 			s := h.series[v][k]
 			final := v.value(s.labels)
+			if cut {
+				var before float64
+				for i, x := range s.steps {
+					if i*h.step < endMs {
+						before += x
+					}
+				}
+				if before == 0 {
+					continue
+				}
+				final = min(before, final)
+			}
 			prefix := seriesPrefix(v.name, v.labels, s.labels, extra)
 			sample := func(ms int64, val float64) {
 				line = append(line[:0], prefix...)

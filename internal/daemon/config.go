@@ -49,6 +49,9 @@ type Config struct {
 	OneshotHistoryStep     time.Duration
 	OneshotHistoryJob      string
 	OneshotHistoryInstance string
+	// OneshotHistoryEnd ends the history before the end of the read
+	// (--oneshot.history-end); zero: at the end of the read.
+	OneshotHistoryEnd time.Time
 
 	MaxLineBytes int // --tail.max-line-bytes
 	// GroupBytes is how much the backfill reads between two settles
@@ -300,8 +303,21 @@ func (c *Config) Validate() error {
 	if c.OneshotHistoryFile != "" && !c.Oneshot {
 		return fmt.Errorf("--oneshot.history-file: needs --oneshot")
 	}
+	if c.OneshotHistoryFile != "" {
+		// Checked now, not after the read: a directory, or a file in
+		// a directory that does not exist, can never be written.
+		if fi, err := os.Stat(c.OneshotHistoryFile); err == nil && fi.IsDir() {
+			return fmt.Errorf("--oneshot.history-file: %s is a directory", c.OneshotHistoryFile)
+		}
+		if fi, err := os.Stat(filepath.Dir(c.OneshotHistoryFile)); err != nil || !fi.IsDir() {
+			return fmt.Errorf("--oneshot.history-file: no directory %s to write it in", filepath.Dir(c.OneshotHistoryFile))
+		}
+	}
 	if c.OneshotHistoryStep < time.Minute || 24*time.Hour%c.OneshotHistoryStep != 0 && c.OneshotHistoryStep%(24*time.Hour) != 0 {
 		return fmt.Errorf("--oneshot.history-step: %s, want at least 1m and a divisor or a multiple of 24h (so that days begin on a sample)", c.OneshotHistoryStep)
+	}
+	if !c.OneshotHistoryEnd.IsZero() && c.OneshotHistoryEnd.UnixMilli()%c.OneshotHistoryStep.Milliseconds() != 0 {
+		return fmt.Errorf("--oneshot.history-end: %s is not a multiple of --oneshot.history-step (%s) in UTC", c.OneshotHistoryEnd.Format(time.RFC3339), c.OneshotHistoryStep)
 	}
 	if c.OneshotHistoryFile != "" && (c.OneshotHistoryJob == "" || c.OneshotHistoryInstance == "") {
 		return fmt.Errorf("--oneshot.history-job and --oneshot.history-instance must not be empty: they are the labels a scrape adds")

@@ -146,9 +146,12 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger, stdout io.Writer)
 		}
 		if history != nil {
 			extra := [][2]string{{"instance", cfg.OneshotHistoryInstance}, {"job", cfg.OneshotHistoryJob}}
-			end := now()
+			end, cut := now(), false
+			if e := cfg.OneshotHistoryEnd; !e.IsZero() && e.Before(end) {
+				end, cut = e, true
+			}
 			if err := writeOut(cfg.OneshotHistoryFile, func(w io.Writer) error {
-				return history.WriteOpenMetrics(w, usage, end, extra...)
+				return history.WriteOpenMetrics(w, usage, end, cut, extra...)
 			}); err != nil {
 				return fmt.Errorf("--oneshot.history-file: %w", err)
 			}
