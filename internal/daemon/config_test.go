@@ -26,7 +26,9 @@ func TestConfigRefusesHistoryAndFilesSettingsThatCannotWork(t *testing.T) {
 		{"a 36h step", func(c *Config) { c.OneshotHistoryStep = 36 * time.Hour }, "--oneshot.history-step"},
 		{"an end on a step", func(c *Config) { c.OneshotHistoryEnd = time.Date(2026, 11, 1, 10, 0, 0, 0, time.UTC) }, ""},
 		{"an end between steps", func(c *Config) { c.OneshotHistoryEnd = time.Date(2026, 11, 1, 10, 30, 0, 0, time.UTC) }, "--oneshot.history-end"},
-		{"no job", func(c *Config) { c.Oneshot, c.OneshotHistoryFile, c.OneshotHistoryJob = true, filepath.Join(dir, "h.om"), "" }, "--oneshot.history-job"},
+		{"no job", func(c *Config) {
+			c.Oneshot, c.OneshotHistoryFile, c.OneshotHistoryJob = true, filepath.Join(dir, "h.om"), ""
+		}, "--oneshot.history-job"},
 		{"files read too often", func(c *Config) { c.FilesInterval = time.Millisecond }, "--claude.files-interval"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
