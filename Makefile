@@ -10,7 +10,7 @@ LDFLAGS  := -s -w \
 	-X github.com/prometheus/common/version.Branch=$(BRANCH)
 GO       ?= go
 
-.PHONY: all build anonymize run test backends test-short fuzz lint bench corpus up down logs check-deploy clean
+.PHONY: all build anonymize run test backends test-short fuzz lint bench corpus up down logs backfill check-deploy clean
 
 all: build
 
@@ -87,6 +87,28 @@ down:
 
 logs:
 	docker compose logs -f exporter
+
+# Loads the history of your transcripts into the compose stack's Prometheus,
+# so that Grafana shows every past day (README "Last month, day by day"):
+# the history as OpenMetrics with timestamps, promtool's TSDB blocks in the
+# prometheus-data volume, a restart to load them. Run it before the stack
+# first scrapes the exporter, or set HISTORY_END to the hour it did (RFC 3339,
+# e.g. 2026-11-20T09:00:00Z) so that history and live samples never overlap.
+# HISTORY_STEP=1d makes the file 24 times smaller (daily panels stay exact).
+CLAUDE_DIR   ?= $(HOME)/.claude
+HISTORY_DIR  ?= $(CURDIR)/history
+HISTORY_STEP ?= 1h
+HISTORY_END  ?=
+backfill: build
+	mkdir -p $(HISTORY_DIR)
+	./$(BINARY) --oneshot --claude.dir=$(CLAUDE_DIR) --traces.exporter=none \
+		--oneshot.metrics-file=$(HISTORY_DIR)/now.prom \
+		--oneshot.history-file=$(HISTORY_DIR)/history.om \
+		--oneshot.history-step=$(HISTORY_STEP) $(if $(HISTORY_END),--oneshot.history-end=$(HISTORY_END))
+	docker compose run --rm --no-deps --entrypoint promtool \
+		-v $(HISTORY_DIR):/history:ro prometheus \
+		tsdb create-blocks-from openmetrics --max-block-duration=744h /history/history.om /prometheus
+	docker compose restart prometheus
 
 check-deploy:
 	@backends=$$(tools/backends.sh otelcol prometheus) && eval "$$backends" && \
