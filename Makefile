@@ -56,7 +56,8 @@ FUZZ_TARGETS := \
 	FuzzValidUTF8:./mapping/transcript \
 	FuzzStringEnd:./mapping/transcript \
 	FuzzPipeline:./internal/daemon \
-	FuzzTail:./internal/tail
+	FuzzTail:./internal/tail \
+	FuzzParse:./mapping/claudedir
 
 fuzz:
 	@set -e; for t in $(FUZZ_TARGETS); do \
