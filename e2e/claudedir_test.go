@@ -18,22 +18,14 @@ func alive(pid int) bool {
 	return err == nil || err == syscall.EPERM
 }
 
-// claudeDirTrees are the corpus trees and the synthetic ones.
-func claudeDirTrees(t *testing.T) []string {
-	synthetic, err := filepath.Glob(filepath.Join(testbackend.RepoRoot(t), "testdata", "synthetic", "*", "projects"))
-	if err != nil || len(synthetic) == 0 {
-		t.Fatalf("no synthetic trees: %v", err)
-	}
-	trees := testbackend.CorpusTrees(t)
-	for _, p := range synthetic {
-		trees = append(trees, filepath.Dir(p))
-	}
-	return trees
+// allTrees are the corpus trees and the synthetic ones.
+func allTrees(t *testing.T) []string {
+	return append(testbackend.CorpusTrees(t), testbackend.SyntheticTrees(t)...)
 }
 
 func TestClaudeDirFilesEqualIndependentCount(t *testing.T) {
 	var prompts, commands, tasks, todos float64
-	for _, tree := range claudeDirTrees(t) {
+	for _, tree := range allTrees(t) {
 		t.Run(filepath.Base(tree), func(t *testing.T) {
 			want, err := indepcount.CountFiles(tree, alive)
 			if err != nil {

@@ -53,15 +53,7 @@ func TestOneshotMatchesGoldens(t *testing.T) {
 func TestOneshotCountersEqualIndependentCount(t *testing.T) {
 	// The real corpus, and the synthetic trees of cases it does not hold
 	// (testdata/synthetic/README.md).
-	synthetic, err := filepath.Glob(filepath.Join(testbackend.RepoRoot(t), "testdata", "synthetic", "*", "projects"))
-	if err != nil || len(synthetic) == 0 {
-		t.Fatalf("no synthetic trees: %v", err)
-	}
-	trees := testbackend.CorpusTrees(t)
-	for _, p := range synthetic {
-		trees = append(trees, filepath.Dir(p))
-	}
-	for _, tree := range trees {
+	for _, tree := range allTrees(t) {
 		t.Run(filepath.Base(tree), func(t *testing.T) {
 			want, err := indepcount.Count(tree)
 			if err != nil {
