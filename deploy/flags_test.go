@@ -27,6 +27,9 @@ func TestDeployFlagsExist(t *testing.T) {
 	known := map[string]bool{}
 	for _, m := range flagHelp.FindAllStringSubmatch(string(out), -1) {
 		known[m[1]] = true
+		if strings.HasPrefix(m[0], "--[no-]") {
+			known["no-"+m[1]] = true // a bool flag turned off
+		}
 	}
 	if !known["web.listen-address"] || !known["claude.dir"] {
 		t.Fatalf("could not read flags from --help:\n%s", out)

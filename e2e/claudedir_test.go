@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	dto "github.com/prometheus/client_model/go"
+
 	"github.com/claude-transcript-exporter/claude-transcript-exporter/internal/indepcount"
 	"github.com/claude-transcript-exporter/claude-transcript-exporter/internal/testbackend"
 )
@@ -168,4 +170,17 @@ func TestClaudeDirFilesFollowTheDisk(t *testing.T) {
 	waitReady(t, addr, p)
 	until("after a restart", "claude_transcript_prompts_total", 3)
 	until("after a restart", "claude_transcript_slash_commands_total", 1)
+}
+
+// TestPIDCheckOffCountsEverySessionFileAsRunning is the compose stack's
+// setting: a container cannot see Claude Code's processes.
+func TestPIDCheckOffCountsEverySessionFileAsRunning(t *testing.T) {
+	tree := filepath.Join(testbackend.RepoRoot(t), "testdata", "synthetic", "claudedir")
+	on := parseExposition(t, oneshot(t, "--claude.dir="+tree))
+	off := parseExposition(t, oneshot(t, "--claude.dir="+tree, "--no-claude.pid-check"))
+	running := func(m map[string]*dto.MetricFamily) float64 { return sumBy(m, "claude_transcript_sessions_running")[""] }
+	stale := func(m map[string]*dto.MetricFamily) float64 { return sumBy(m, "claude_transcript_session_files_stale")[""] }
+	if running(on) != 1 || stale(on) != 1 || running(off) != 2 || stale(off) != 0 {
+		t.Errorf("running/stale with the pid check %v/%v, without %v/%v; want 1/1 and 2/0", running(on), stale(on), running(off), stale(off))
+	}
 }

@@ -71,6 +71,7 @@ func run(args []string) int {
 		Default(strconv.Itoa(cfg.AttributionLimit)).IntVar(&cfg.AttributionLimit)
 	app.Flag("pricing.file", "JSON price table replacing the embedded one (format: docs/pricing.md; a mistake exits 2 naming the field).").StringVar(&cfg.PricingFile)
 	durationFlag(app, "claude.files-interval", "How often tasks/, todos/, sessions/, jobs/ and the prompt history are read again (only changed files are parsed).", &cfg.FilesInterval)
+	app.Flag("claude.pid-check", "A sessions/<pid>.json file counts as running only while its process exists (turn off where the exporter cannot see Claude Code's processes: a container, Docker Desktop).").Default("true").BoolVar(&cfg.PIDCheck)
 	durationFlag(app, "sessions.active-window", "A session with a record this recent counts as active.", &cfg.ActiveWindow)
 	durationFlag(app, "sessions.idle-timeout", "A session without records this long is closed (its turn and root spans end).", &cfg.IdleTimeout)
 	cfg.StateFile = checkpoint.DefaultPath(os.Getenv, home)

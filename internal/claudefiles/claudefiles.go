@@ -82,10 +82,14 @@ func (d *Delta) addErr(file, reason string) {
 
 // Reader reads one set of Claude dirs. It is not safe for concurrent use.
 type Reader struct {
-	cfg    Config
-	json   map[string]*jsonFile
-	hist   map[string]*histFile
-	limits map[string]map[string]struct{}
+	cfg  Config
+	json map[string]*jsonFile
+	hist map[string]*histFile
+	// timelineErred are the most bad lines of each reason counted from
+	// each timeline, kept while its job dir exists (its memo goes when a
+	// refresh takes the state from state.json instead).
+	timelineErred map[string]map[ErrorKey]int64
+	limits        map[string]map[string]struct{}
 }
 
 // New returns a Reader.
@@ -97,7 +101,8 @@ func New(cfg Config) *Reader {
 		cfg.MaxLineBytes = DefaultMaxLineBytes
 	}
 	return &Reader{cfg: cfg, json: map[string]*jsonFile{}, hist: map[string]*histFile{},
-		limits: map[string]map[string]struct{}{}}
+		timelineErred: map[string]map[ErrorKey]int64{},
+		limits:        map[string]map[string]struct{}{}}
 }
 
 // version identifies one content of a file for the memo.
@@ -122,10 +127,7 @@ type jsonFile struct {
 	live claudedir.LiveSession
 	job  claudedir.JobState
 	last claudedir.JobEvent // a timeline's last event
-	// erred are the most bad lines of each reason counted from this
-	// timeline: a rewrite that keeps them counts them no more.
-	erred map[ErrorKey]int64
-	seen  bool // still present in this refresh
+	seen bool               // still present in this refresh
 }
 
 // Refresh reads what changed. final says the read is the last one (a
@@ -136,7 +138,7 @@ func (r *Reader) Refresh(final bool) (claudedir.Inventory, Delta) {
 	for _, f := range r.json {
 		f.seen = false
 	}
-	for _, root := range r.cfg.Roots {
+	for _, root := range r.roots() {
 		r.tasks(root, &inv, &d)
 		r.todos(root, &inv, &d)
 		r.sessions(root, &inv, &d)
@@ -151,9 +153,31 @@ func (r *Reader) Refresh(final bool) (claudedir.Inventory, Delta) {
 			delete(r.json, p)
 		}
 	}
+	for p := range r.timelineErred {
+		if _, err := os.Lstat(filepath.Dir(p)); errors.Is(err, fs.ErrNotExist) {
+			delete(r.timelineErred, p)
+		}
+	}
 	// A history file that disappears keeps its counts: its prompts were
 	// typed. One that comes back is counted from the start against them.
 	return inv, d
+}
+
+// roots are the configured dirs with links resolved and each dir once:
+// ~/.config/claude linked to ~/.claude must not count every file twice.
+func (r *Reader) roots() []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, root := range r.cfg.Roots {
+		if resolved, err := filepath.EvalSymlinks(root); err == nil {
+			root = resolved
+		}
+		if !seen[root] {
+			seen[root] = true
+			out = append(out, root)
+		}
+	}
+	return out
 }
 
 // label bounds the distinct values of one label.
@@ -324,7 +348,7 @@ func (r *Reader) jobs(root string, inv *claudedir.Inventory, d *Delta) {
 			tl := filepath.Join(dir, "timeline.jsonl")
 			if _, err := os.Lstat(tl); err == nil {
 				f := r.load(tl, KindJobTimeline, d, func(b []byte, f *jsonFile) error {
-					return r.lastEvent(b, f, d)
+					return r.lastEvent(tl, b, f, d)
 				})
 				if f != nil && f.ok && f.last.State != "" {
 					state = f.last.State
@@ -337,17 +361,19 @@ func (r *Reader) jobs(root string, inv *claudedir.Inventory, d *Delta) {
 
 // lastEvent keeps a timeline's last well-formed event; bad lines are
 // counted (once: a timeline read again counts only new ones) and skipped.
-func (r *Reader) lastEvent(b []byte, f *jsonFile, d *Delta) error {
+func (r *Reader) lastEvent(path string, b []byte, f *jsonFile, d *Delta) error {
 	f.last = claudedir.JobEvent{}
 	errs := map[ErrorKey]int64{}
 	defer func() {
-		if f.erred == nil {
-			f.erred = map[ErrorKey]int64{}
+		erred := r.timelineErred[path]
+		if erred == nil {
+			erred = map[ErrorKey]int64{}
+			r.timelineErred[path] = erred
 		}
 		for k, n := range errs {
-			if n > f.erred[k] {
-				addErrN(d, k, n-f.erred[k])
-				f.erred[k] = n
+			if n > erred[k] {
+				addErrN(d, k, n-erred[k])
+				erred[k] = n
 			}
 		}
 	}()

@@ -681,3 +681,55 @@ func TestRefreshCountsHistoryLinesOnce(t *testing.T) {
 		}},
 	})
 }
+
+func TestRefreshReadsALinkedRootOnce(t *testing.T) {
+	dir := t.TempDir()
+	a := filepath.Join(dir, "a")
+	if err := os.MkdirAll(filepath.Join(a, "todos"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(a, "todos", "s-agent-s.json"), []byte(`[{"status":"pending"}]`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(a, "history.jsonl"), []byte(`{"display":"x","project":"/p"}`+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(a, filepath.Join(dir, "b")); err != nil {
+		t.Fatal(err)
+	}
+	r := New(Config{Roots: []string{a, filepath.Join(dir, "b")}})
+	inv, d := r.Refresh(false)
+	if inv.Todos["pending"] != 1 || d.Prompts[PromptKey{Project: "/p"}] != 1 {
+		t.Errorf("a root and a link to it: todos %v, prompts %v; want each file once", inv.Todos, d.Prompts)
+	}
+}
+
+func TestRefreshCountsATimelinesBadLineOnceWhateverTheStateFileDoes(t *testing.T) {
+	dir := t.TempDir()
+	job := filepath.Join(dir, "jobs", "j")
+	if err := os.MkdirAll(job, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	write := func(name, text string) {
+		t.Helper()
+		if err := os.WriteFile(filepath.Join(job, name), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("timeline.jsonl", "bad\n"+`{"at":"2026-11-20T10:00:00Z","state":"blocked"}`+"\n")
+	r := New(Config{Roots: []string{dir}})
+	bad := ErrorKey{KindJobTimeline, "malformed"}
+	var total int64
+	for i, step := range []func(){
+		func() {},
+		func() { write("state.json", `{"state":"done"}`) }, // the timeline is not read
+		func() { write("state.json", ``) },                 // caught mid-write: the timeline again
+	} {
+		step()
+		_, d := r.Refresh(false)
+		total += d.Errors[bad]
+		if total != 1 {
+			t.Fatalf("step %d: the timeline's bad line counted %d times, want once", i, total)
+		}
+	}
+}

@@ -23,9 +23,13 @@ type filesStage struct {
 }
 
 func newFilesStage(cfg *Config, reg prometheus.Registerer, mapper *metrics.Mapper) *filesStage {
+	var alive func(int) bool
+	if cfg.PIDCheck {
+		alive = claudefiles.ProcessAlive
+	}
 	return &filesStage{
 		rd: claudefiles.New(claudefiles.Config{Roots: cfg.ClaudeDirs, MaxLineBytes: cfg.MaxLineBytes,
-			Alive: claudefiles.ProcessAlive}),
+			Alive: alive}),
 		m:      prom.NewClaudeDir(reg),
 		mapper: mapper,
 		every:  cfg.FilesInterval,

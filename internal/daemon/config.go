@@ -75,6 +75,10 @@ type Config struct {
 	// FilesInterval is how often tasks, todos, prompt history, live
 	// sessions and jobs are read again (--claude.files-interval).
 	FilesInterval time.Duration
+	// PIDCheck says a live session file counts only while its pid runs
+	// (--claude.pid-check); off in a container that cannot see Claude
+	// Code's processes.
+	PIDCheck bool
 
 	ShutdownTimeout time.Duration // --shutdown.timeout
 

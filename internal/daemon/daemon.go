@@ -134,7 +134,15 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger, stdout io.Writer)
 		// memory holds one group's open state, not the history's.
 		rd.between = func() { asm.FlushHistory(now()) }
 		rd.readFiles(files, true)
-		asm.Flush(now(), true)
+		if history != nil {
+			// End as the live exporter ends its backfill: a session
+			// still open (a record within --sessions.idle-timeout)
+			// stays open, so the history ends where a live scrape
+			// begins. Its turn counts when it closes, live.
+			asm.FlushRead(now())
+		} else {
+			asm.Flush(now(), true)
+		}
 		claudeFiles.refresh(now(), true)
 		stats.publish(asm.Stats())
 		self.BackfillDone.Set(1)

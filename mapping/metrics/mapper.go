@@ -257,7 +257,8 @@ const (
 // from its prompt to its last main-thread record; the user's is the gap
 // from the previous turn's end to this prompt, capped at UserTimeCap.
 func (m *Mapper) Turn(t *session.Turn) {
-	m.at(firstKnown(t.Start, t.End))
+	// A turn counts when it is over, as a live exporter counts it.
+	m.at(firstKnown(t.Closed, t.End, t.Start))
 	p := m.Project(t.Project)
 	m.obs.AddTurn(p)
 	if !t.Start.IsZero() && t.End.After(t.Start) {
@@ -321,10 +322,18 @@ func DayTime(day int32) time.Time {
 // crossed by the growth reprices all of the request's tokens.
 func (m *Mapper) RequestUpdate(u *session.RequestUpdate) {
 	// The growth belongs to the request's day: the line that grew it,
-	// when it is of that day, else the day's start.
-	when := DayTime(u.Day)
-	if !u.At.IsZero() && (u.Day == 0 || u.At.Unix()/86400 == int64(u.Day)) {
-		when = u.At
+	// held within that day (a copy written later counts at the day's
+	// last instant, never before the request).
+	when := u.At
+	if u.Day != 0 {
+		start := DayTime(u.Day)
+		end := start.Add(24*time.Hour - time.Millisecond)
+		switch {
+		case when.IsZero() || when.After(end):
+			when = end
+		case when.Before(start):
+			when = start
+		}
 	}
 	m.at(when)
 	usd, ok := m.cfg.Prices.UpdateCost(u.Model, DayTime(u.Day), u.Before, u.Delta, ModifiersOf(u.Attribution))
@@ -473,7 +482,7 @@ func (m *Mapper) PullRequest(pr *session.PullRequest) {
 
 // Subagent implements session.Sink.
 func (m *Mapper) Subagent(s *session.Subagent) {
-	m.at(firstKnown(s.Start, s.End))
+	m.at(firstKnown(s.End, s.Start))
 	p := m.Project(s.Project)
 	if s.Warmup {
 		m.obs.AddWarmupAgent(p)

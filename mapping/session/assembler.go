@@ -768,6 +768,7 @@ func (a *Assembler) user(c *ctxState, r *transcript.Record, now time.Time) {
 		s := c.sess
 		var since time.Duration
 		if s.turn != nil {
+			s.turn.Closed = r.Timestamp
 			a.sink.Turn(s.turn)
 			if !s.turn.End.IsZero() && !r.Timestamp.IsZero() && r.Timestamp.After(s.turn.End) {
 				since = r.Timestamp.Sub(s.turn.End)
@@ -1179,6 +1180,9 @@ func (a *Assembler) closeSession(s *sessState) {
 		a.emitAgent(ag)
 	}
 	if s.turn != nil {
+		if !s.turn.End.IsZero() {
+			s.turn.Closed = s.turn.End.Add(a.cfg.IdleTimeout)
+		}
 		a.sink.Turn(s.turn)
 		s.turn = nil
 	}

@@ -280,6 +280,10 @@ type Turn struct {
 	Start, End time.Time
 	Prompt     string // capture only
 	Requests   int
+	// Closed is when the turn was known to be over: the next prompt's
+	// time, or its end plus the idle timeout when its session closed
+	// (zero when unknown). A live exporter counts the turn then.
+	Closed time.Time
 	// SincePrevious is the time from the end of the session's previous
 	// turn (its last main-thread record) to this prompt; 0 for the first
 	// turn, or when either time is unknown or out of order.
