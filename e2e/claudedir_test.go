@@ -178,8 +178,12 @@ func TestPIDCheckOffCountsEverySessionFileAsRunning(t *testing.T) {
 	tree := filepath.Join(testbackend.RepoRoot(t), "testdata", "synthetic", "claudedir")
 	on := parseExposition(t, oneshot(t, "--claude.dir="+tree))
 	off := parseExposition(t, oneshot(t, "--claude.dir="+tree, "--no-claude.pid-check"))
-	running := func(m map[string]*dto.MetricFamily) float64 { return sumBy(m, "claude_transcript_sessions_running")[""] }
-	stale := func(m map[string]*dto.MetricFamily) float64 { return sumBy(m, "claude_transcript_session_files_stale")[""] }
+	running := func(m map[string]*dto.MetricFamily) float64 {
+		return sumBy(m, "claude_transcript_sessions_running")[""]
+	}
+	stale := func(m map[string]*dto.MetricFamily) float64 {
+		return sumBy(m, "claude_transcript_session_files_stale")[""]
+	}
 	if running(on) != 1 || stale(on) != 1 || running(off) != 2 || stale(off) != 0 {
 		t.Errorf("running/stale with the pid check %v/%v, without %v/%v; want 1/1 and 2/0", running(on), stale(on), running(off), stale(off))
 	}
