@@ -153,6 +153,56 @@ func TestHistoryJoinsTheLiveSeriesWithoutASeam(t *testing.T) {
 		t.Fatal(err)
 	}
 	addr := fmt.Sprintf("127.0.0.1:%d", testbackend.FreePort(t))
+	// A session at work while the history is made: its last turn is
+	// open, and stays open on both sides of the join.
+	transcripts, _ := filepath.Glob(filepath.Join(tree, "projects", "*", "*.jsonl"))
+	sort.Strings(transcripts)
+	// Under a model the file already counts: its series exist on both
+	// sides of the join (a series new after it would start at its first
+	// value, which increase() cannot see: Prometheus's rule, not ours).
+	var target, model, sessionID, cwd string
+	for _, path := range transcripts {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, l := range strings.Split(string(b), "\n") {
+			var rec struct {
+				Type      string `json:"type"`
+				SessionID string `json:"sessionId"`
+				Cwd       string `json:"cwd"`
+				Message   struct {
+					Model      string `json:"model"`
+					StopReason string `json:"stop_reason"`
+				} `json:"message"`
+			}
+			if json.Unmarshal([]byte(l), &rec) == nil && rec.Type == "assistant" && rec.Cwd != "" &&
+				strings.HasPrefix(rec.Message.Model, "claude-") && rec.Message.StopReason == "end_turn" {
+				target, model, sessionID, cwd = path, rec.Message.Model, rec.SessionID, rec.Cwd
+			}
+		}
+		if target != "" {
+			break
+		}
+	}
+	if target == "" {
+		t.Fatal("no transcript of the tree has a Claude request that ended its turn")
+	}
+	appendLines := func(text string) {
+		t.Helper()
+		f, err := os.OpenFile(target, os.O_APPEND|os.O_WRONLY, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		if _, err := f.WriteString(text); err != nil {
+			t.Fatal(err)
+		}
+	}
+	recent := time.Now().UTC().Add(-2 * time.Minute)
+	appendLines(fmt.Sprintf(`{"type":"user","uuid":"9d1c6a2e-0000-4000-8000-0000000000a1","sessionId":%q,"cwd":%q,"timestamp":%q,"message":{"role":"user","content":"one more thing"}}`+"\n"+
+		`{"type":"assistant","uuid":"9d1c6a2e-0000-4000-8000-0000000000a2","parentUuid":"9d1c6a2e-0000-4000-8000-0000000000a1","sessionId":%q,"cwd":%q,"timestamp":%q,"message":{"id":"msg_open_turn","model":%q,"role":"assistant","stop_reason":"end_turn","content":[{"type":"text","text":"x"}],"usage":{"input_tokens":3,"output_tokens":7,"cache_read_input_tokens":0,"cache_creation_input_tokens":0}}}`+"\n",
+		sessionID, cwd, recent.Format(time.RFC3339Nano), sessionID, cwd, recent.Add(time.Second).Format(time.RFC3339Nano), model))
 	data, histEnd := backfill(t, tree, addr)
 	p := startDaemon(t, addr, "--claude.dir="+tree, "--traces.exporter=none",
 		"--state.file="+filepath.Join(t.TempDir(), "state"))
@@ -217,59 +267,9 @@ func TestHistoryJoinsTheLiveSeriesWithoutASeam(t *testing.T) {
 	}
 
 	// Append a request after the join.
-	transcripts, _ := filepath.Glob(filepath.Join(tree, "projects", "*", "*.jsonl"))
-	sort.Strings(transcripts)
-	// Under a model the file already counts: its series exist on both
-	// sides of the join (a series new after it would start at its first
-	// value, which increase() cannot see: Prometheus's rule, not ours).
-	var target, model, sessionID, cwd string
-	for _, path := range transcripts {
-		b, err := os.ReadFile(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, l := range strings.Split(string(b), "\n") {
-			var rec struct {
-				Type      string `json:"type"`
-				SessionID string `json:"sessionId"`
-				Cwd       string `json:"cwd"`
-				Message   struct {
-					Model      string `json:"model"`
-					StopReason string `json:"stop_reason"`
-				} `json:"message"`
-			}
-			if json.Unmarshal([]byte(l), &rec) == nil && rec.Type == "assistant" && rec.Cwd != "" &&
-				strings.HasPrefix(rec.Message.Model, "claude-") && rec.Message.StopReason == "end_turn" {
-				target, model, sessionID, cwd = path, rec.Message.Model, rec.SessionID, rec.Cwd
-			}
-		}
-		if target != "" {
-			break
-		}
-	}
-	if target == "" {
-		t.Fatal("no transcript of the tree has a Claude request that ended its turn")
-	}
 	now := time.Now().UTC()
 	line := fmt.Sprintf(`{"type":"assistant","uuid":"9d1c6a2e-0000-4000-8000-000000000001","sessionId":%q,"cwd":%q,"timestamp":%q,"message":{"id":"msg_after_the_join","model":%q,"role":"assistant","stop_reason":"end_turn","content":[{"type":"text","text":"x"}],"usage":{"input_tokens":10,"output_tokens":1234,"cache_read_input_tokens":500,"cache_creation_input_tokens":0}}}`+"\n", sessionID, cwd, now.Format(time.RFC3339Nano), model)
-	f, err := os.OpenFile(target, os.O_APPEND|os.O_WRONLY, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := f.WriteString(line); err != nil {
-		t.Fatal(err)
-	}
-	f.Close()
-	var got map[string]float64
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(200 * time.Millisecond) {
-		if got = increases(); got["tokens:output"] == 1234 {
-			break
-		}
-		if time.Now().After(deadline) {
-			live := sumBy(parseExposition(t, scrape(t, addr)), "claude_transcript_tokens_total", "type")
-			t.Fatalf("the append never showed across the join: %v; the exporter serves %v", got, live)
-		}
-	}
+	appendLines(line)
 	price, _ := metrics.DefaultPrices().RequestCost(model, now,
 		session.Tokens{Input: 10, Output: 1234, CacheRead: 500}, metrics.Modifiers{})
 	want := map[string]float64{
@@ -282,10 +282,40 @@ func TestHistoryJoinsTheLiveSeriesWithoutASeam(t *testing.T) {
 		"claude_transcript_attributed_tokens_total":   1744,
 		"claude_transcript_attributed_cost_usd_total": price,
 	}
+	matches := func(got map[string]float64) bool {
+		for k, v := range got {
+			if math.Abs(v-want[k]) > 1e-9 {
+				return false
+			}
+		}
+		return len(got) > 0
+	}
+	var got map[string]float64
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+		// Families are queried one by one and a scrape may land in
+		// between: wait until one round sees the append everywhere.
+		if got = increases(); matches(got) {
+			break
+		}
+		if time.Now().After(deadline) {
+			live := sumBy(parseExposition(t, scrape(t, addr)), "claude_transcript_tokens_total", "type")
+			t.Fatalf("the append never showed across the join: %v; the exporter serves %v", got, live)
+		}
+	}
 	for k, v := range got {
 		if w := want[k]; math.Abs(v-w) > 1e-9 {
 			t.Errorf("increase of %s across the join = %v, want %v (only what was appended)", k, v, w)
 		}
 	}
 	t.Logf("across the join after the append: %v", got)
+	if t.Failed() {
+		live := parseExposition(t, scrape(t, addr))
+		t.Logf("live requests %v cost %v", sumBy(live, "claude_transcript_requests_total", "model", "stop_reason", "project"), sumBy(live, "claude_transcript_cost_usd_total", "model", "project", "spender"))
+		for _, q := range []string{`claude_transcript_requests_total` + sel, `claude_transcript_cost_usd_total` + sel} {
+			res, _ := prom.Query(ctx, q)
+			t.Logf("%s now: %v", q, res.Samples)
+			res, _ = prom.QueryAt(ctx, q, histEnd.Add(-time.Second))
+			t.Logf("%s at the history's end: %v", q, res.Samples)
+		}
+	}
 }
