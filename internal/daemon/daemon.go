@@ -218,13 +218,14 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger, stdout io.Writer)
 	// Metrics push: the same series as /metrics, over OTLP, from the
 	// restored counters on (a push before the restore would look like a
 	// counter reset).
-	push, err := newPush(ctx, &cfg, reg, logger.With("component", "push"), os.Getenv)
+	// Both serve the usage series only once the backfill is done.
+	var ready atomic.Bool
+	push, err := newPush(ctx, &cfg, readyGatherer{reg, &ready}, logger.With("component", "push"), os.Getenv)
 	if err != nil {
 		return err
 	}
 
 	// Serve.
-	var ready atomic.Bool
 	srv, srvErr := serve(&cfg, logger.With("component", "web"), reg, &ready, listeners)
 	defer func() {
 		sctx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)

@@ -15,8 +15,11 @@ import (
 	"github.com/coreos/go-systemd/v22/activation"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/version"
 	"github.com/prometheus/exporter-toolkit/web"
+
+	"github.com/claude-transcript-exporter/claude-transcript-exporter/exporter/prom"
 )
 
 // StartError is an error found before any work that a flag caused: main
@@ -69,7 +72,7 @@ func listen(cfg *Config) ([]net.Listener, error) {
 // returned channel.
 func serve(cfg *Config, logger *slog.Logger, reg *prometheus.Registry, ready *atomic.Bool, listeners []net.Listener) (*http.Server, <-chan error) {
 	mux := http.NewServeMux()
-	mux.Handle(cfg.TelemetryPath, promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
+	mux.Handle(cfg.TelemetryPath, promhttp.HandlerFor(readyGatherer{reg, ready}, promhttp.HandlerOpts{Registry: reg}))
 	mux.HandleFunc("/-/healthy", func(w http.ResponseWriter, _ *http.Request) {
 		w.WriteHeader(http.StatusOK)
 		_, _ = io.WriteString(w, "Healthy.\n")
@@ -118,4 +121,29 @@ func serve(cfg *Config, logger *slog.Logger, reg *prometheus.Registry, ready *at
 		}
 	}()
 	return srv, errCh
+}
+
+// readyGatherer serves the usage series only once the backfill is done:
+// a scrape during it would record a partial count, which a history loaded
+// later (make backfill) would exceed, a reset where the two meet. The
+// exporter's own series (claude_transcript_exporter_*, go_*, process_*)
+// are served from the start.
+type readyGatherer struct {
+	g     prometheus.Gatherer
+	ready *atomic.Bool
+}
+
+func (r readyGatherer) Gather() ([]*dto.MetricFamily, error) {
+	mfs, err := r.g.Gather()
+	if r.ready.Load() {
+		return mfs, err
+	}
+	kept := mfs[:0]
+	for _, mf := range mfs {
+		name := mf.GetName()
+		if !strings.HasPrefix(name, prom.Namespace+"_") || strings.HasPrefix(name, prom.Namespace+"_exporter_") {
+			kept = append(kept, mf)
+		}
+	}
+	return kept, err
 }
