@@ -145,24 +145,7 @@ func CountFiles(dir string, alive func(int) bool) (*Files, error) {
 		histories = append(histories, filepath.Join(d, ".history.jsonl"))
 	}
 	for _, p := range histories {
-		b, err := os.ReadFile(p)
-		if err != nil {
-			continue
-		}
-		for _, line := range bytes.Split(b, []byte("\n")) {
-			if len(bytes.TrimSpace(line)) == 0 {
-				continue
-			}
-			var v any
-			if err := json.Unmarshal(line, &v); err != nil {
-				f.Errors["history|malformed"]++
-				continue
-			}
-			m, ok := v.(map[string]any)
-			if !ok {
-				f.Errors["history|shape"]++
-				continue
-			}
+		for _, m := range f.objectLines(p, "history") {
 			display, _ := m["display"].(string)
 			if sm := commandRE.FindStringSubmatch(display); sm != nil {
 				if claudedir.IsBuiltinCommand(sm[1]) {
@@ -195,28 +178,41 @@ func CountFiles(dir string, alive func(int) bool) (*Files, error) {
 			}
 		}
 		if state == "unknown" {
-			if b, err := os.ReadFile(filepath.Join(d, "timeline.jsonl")); err == nil {
-				for _, line := range bytes.Split(b, []byte("\n")) {
-					if len(bytes.TrimSpace(line)) == 0 {
-						continue
-					}
-					var v any
-					if err := json.Unmarshal(line, &v); err != nil {
-						f.Errors["job_timeline|malformed"]++
-						continue
-					}
-					m, ok := v.(map[string]any)
-					if !ok {
-						f.Errors["job_timeline|shape"]++
-						continue
-					}
-					state = enum(m["state"])
-				}
+			for _, m := range f.objectLines(filepath.Join(d, "timeline.jsonl"), "job_timeline") {
+				state = enum(m["state"])
 			}
 		}
 		f.Jobs[state]++
 	}
 	return f, nil
+}
+
+// objectLines are the JSON objects of a JSON-lines file, in order (none
+// when it cannot be read); other non-blank lines are counted as errors of
+// kind: malformed when not JSON, shape when JSON but not an object.
+func (f *Files) objectLines(path, kind string) []map[string]any {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil
+	}
+	var out []map[string]any
+	for _, line := range bytes.Split(b, []byte("\n")) {
+		if len(bytes.TrimSpace(line)) == 0 {
+			continue
+		}
+		var v any
+		if err := json.Unmarshal(line, &v); err != nil {
+			f.Errors[kind+"|malformed"]++
+			continue
+		}
+		m, ok := v.(map[string]any)
+		if !ok {
+			f.Errors[kind+"|shape"]++
+			continue
+		}
+		out = append(out, m)
+	}
+	return out
 }
 
 // basename is the last element of a path written on Unix or Windows ("/"
