@@ -208,8 +208,12 @@ func TestHistoryJoinsTheLiveSeriesWithoutASeam(t *testing.T) {
 		"--state.file="+filepath.Join(t.TempDir(), "state"))
 	t.Cleanup(func() { p.stop(t) })
 	waitReady(t, addr, p)
+	// A lookback of 2h lets anchored increase() reach an hourly sample
+	// of the history wherever in the hour the test runs: a query that
+	// started from one instead of the history's last sample would fail
+	// at any time, not only in the minutes after an hour begins.
 	prom := testbackend.StartPrometheus(t, testbackend.PromOptions{DataDir: data, TargetJob: historyJob,
-		Targets: []string{addr}, ExtraArgs: []string{"--storage.tsdb.retention.time=10y"}})
+		Targets: []string{addr}, ExtraArgs: []string{"--storage.tsdb.retention.time=10y", "--query.lookback-delta=2h"}})
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	if err := prom.WaitForScrapes(ctx, 2); err != nil {
@@ -225,9 +229,14 @@ func TestHistoryJoinsTheLiveSeriesWithoutASeam(t *testing.T) {
 	}
 	sel := `{job="` + historyJob + `",instance="` + addr + `"}`
 	across := func() string {
-		// From before the history's end to now: the join is inside.
-		return fmt.Sprintf("%ds", int(time.Since(histEnd).Seconds())+120)
+		// From the history's end to now: anchored, increase() starts
+		// from the sample at or before the range's start, which is the
+		// history's last one (written before histEnd). A range reaching
+		// further back would start from an earlier hourly sample and
+		// count what the history's last hour added.
+		return fmt.Sprintf("%dms", time.Since(histEnd).Milliseconds())
 	}
+	wide := func() string { return fmt.Sprintf("%ds", int(time.Since(histEnd).Seconds())+3600) }
 	value := func(expr string) float64 {
 		t.Helper()
 		res, err := prom.Query(ctx, expr)
@@ -258,11 +267,11 @@ func TestHistoryJoinsTheLiveSeriesWithoutASeam(t *testing.T) {
 		}
 	}
 	for _, name := range families {
-		if v := value(`sum(resets(` + name + sel + `[` + across() + `]))`); v != 0 {
+		if v := value(`sum(resets(` + name + sel + `[` + wide() + `]))`); v != 0 {
 			t.Errorf("resets of %s across the join = %v, want 0", name, v)
 		}
 	}
-	if n := value(`count(count_over_time(claude_transcript_tokens_total` + sel + `[` + across() + `]) > 2)`); n == 0 {
+	if n := value(`count(count_over_time(claude_transcript_tokens_total` + sel + `[` + wide() + `]) > 2)`); n == 0 {
 		t.Errorf("no token series has both history and live samples")
 	}
 
