@@ -119,6 +119,15 @@ func object(b []byte) ([]byte, error) {
 	return t, nil
 }
 
+// decodeObject decodes b, which must hold a JSON object, into v.
+func decodeObject(b []byte, v any) error {
+	t, err := object(b)
+	if err != nil {
+		return err
+	}
+	return unmarshal(t, v)
+}
+
 // Task is one file of tasks/<session>/<id>.json.
 type Task struct {
 	ID     string
@@ -127,15 +136,11 @@ type Task struct {
 
 // ParseTask reads a task file.
 func ParseTask(b []byte) (Task, error) {
-	b, err := object(b)
-	if err != nil {
-		return Task{}, err
-	}
 	var v struct {
 		ID     str `json:"id"`
 		Status str `json:"status"`
 	}
-	if err := unmarshal(b, &v); err != nil {
+	if err := decodeObject(b, &v); err != nil {
 		return Task{}, err
 	}
 	return Task{ID: string(v.ID), Status: Enum(string(v.Status))}, nil
@@ -185,17 +190,13 @@ type Prompt struct {
 // ParsePrompt reads one history line. The typed text is looked at only for
 // its leading slash command and is never kept.
 func ParsePrompt(b []byte) (Prompt, error) {
-	b, err := object(b)
-	if err != nil {
-		return Prompt{}, err
-	}
 	var v struct {
 		Display   str             `json:"display"`
 		Project   str             `json:"project"`
 		SessionID str             `json:"sessionId"`
 		Timestamp json.RawMessage `json:"timestamp"`
 	}
-	if err := unmarshal(b, &v); err != nil {
+	if err := decodeObject(b, &v); err != nil {
 		return Prompt{}, err
 	}
 	p := Prompt{Project: string(v.Project), SessionID: string(v.SessionID), Time: epochOrISO(v.Timestamp)}
@@ -301,10 +302,6 @@ type LiveSession struct {
 
 // ParseLiveSession reads a live session file.
 func ParseLiveSession(b []byte) (LiveSession, error) {
-	b, err := object(b)
-	if err != nil {
-		return LiveSession{}, err
-	}
 	var v struct {
 		PID        json.RawMessage `json:"pid"`
 		SessionID  str             `json:"sessionId"`
@@ -314,7 +311,7 @@ func ParseLiveSession(b []byte) (LiveSession, error) {
 		StartedAt  json.RawMessage `json:"startedAt"`
 		UpdatedAt  json.RawMessage `json:"updatedAt"`
 	}
-	if err := unmarshal(b, &v); err != nil {
+	if err := decodeObject(b, &v); err != nil {
 		return LiveSession{}, err
 	}
 	s := LiveSession{SessionID: string(v.SessionID), Kind: Enum(string(v.Kind)),
@@ -335,15 +332,11 @@ type JobState struct {
 
 // ParseJobState reads a job's state file.
 func ParseJobState(b []byte) (JobState, error) {
-	b, err := object(b)
-	if err != nil {
-		return JobState{}, err
-	}
 	var v struct {
 		State     str `json:"state"`
 		SessionID str `json:"sessionId"`
 	}
-	if err := unmarshal(b, &v); err != nil {
+	if err := decodeObject(b, &v); err != nil {
 		return JobState{}, err
 	}
 	return JobState{State: Enum(string(v.State)), SessionID: string(v.SessionID)}, nil
@@ -357,15 +350,11 @@ type JobEvent struct {
 
 // ParseJobEvent reads one timeline line.
 func ParseJobEvent(b []byte) (JobEvent, error) {
-	b, err := object(b)
-	if err != nil {
-		return JobEvent{}, err
-	}
 	var v struct {
 		At    json.RawMessage `json:"at"`
 		State str             `json:"state"`
 	}
-	if err := unmarshal(b, &v); err != nil {
+	if err := decodeObject(b, &v); err != nil {
 		return JobEvent{}, err
 	}
 	return JobEvent{At: epochOrISO(v.At), State: Enum(string(v.State))}, nil
