@@ -236,7 +236,7 @@ func (r *Reader) load(path, kind string, d *Delta, parse func(b []byte, f *jsonF
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil // gone between the listing and now
 		}
-		f := r.memo(path, kind, version{})
+		f := r.memo(path, kind)
 		if f.ok || f.v != (version{mode: fs.ModeIrregular}) {
 			f.v, f.ok = version{mode: fs.ModeIrregular}, false
 			d.addErr(kind, "unreadable")
@@ -248,16 +248,12 @@ func (r *Reader) load(path, kind string, d *Delta, parse func(b []byte, f *jsonF
 		f.seen = true
 		return f
 	}
-	f := r.memo(path, kind, v)
+	f := r.memo(path, kind)
 	f.v, f.ok = v, false
 	b, err := safefile.ReadFile(path, r.cfg.MaxFileBytes)
 	switch {
-	case errors.Is(err, safefile.ErrNotRegular):
-		d.addErr(kind, "not_regular")
-	case errors.Is(err, safefile.ErrTooLarge):
-		d.addErr(kind, "too_large")
 	case err != nil:
-		d.addErr(kind, "unreadable")
+		d.addErr(kind, readReason(err))
 	default:
 		if perr := parse(b, f); perr != nil {
 			d.addErr(kind, claudedir.Reason(perr))
@@ -268,7 +264,18 @@ func (r *Reader) load(path, kind string, d *Delta, parse func(b []byte, f *jsonF
 	return f
 }
 
-func (r *Reader) memo(path, kind string, v version) *jsonFile {
+// readReason is the reason label of a file that could not be read.
+func readReason(err error) string {
+	switch {
+	case errors.Is(err, safefile.ErrNotRegular):
+		return "not_regular"
+	case errors.Is(err, safefile.ErrTooLarge):
+		return "too_large"
+	}
+	return "unreadable"
+}
+
+func (r *Reader) memo(path, kind string) *jsonFile {
 	f := r.json[path]
 	if f == nil || f.kind != kind {
 		f = &jsonFile{kind: kind, v: version{mode: ^fs.FileMode(0)}}
@@ -438,11 +445,7 @@ func (r *Reader) history(path string, d *Delta, final bool) {
 				r.hist[path] = h
 			}
 			h.v.mode = fs.ModeIrregular
-			if errors.Is(err, safefile.ErrNotRegular) {
-				d.addErr(KindHistory, "not_regular")
-			} else {
-				d.addErr(KindHistory, "unreadable")
-			}
+			d.addErr(KindHistory, readReason(err))
 		}
 		return
 	}
