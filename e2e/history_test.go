@@ -116,6 +116,56 @@ func TestHistoryGivesEveryDayItsSpend(t *testing.T) {
 		}
 		total += out
 	}
+	// What Grafana graphs: the "Day by day" panels' own queries, as the
+	// dashboard holds them ($project: All), at each midnight.
+	panel := func(title string) string {
+		t.Helper()
+		b, err := os.ReadFile(filepath.Join(testbackend.RepoRoot(t), "deploy", "grafana", "dashboards", "spend.json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var d struct {
+			Panels []struct {
+				Title   string `json:"title"`
+				Targets []struct {
+					Expr string `json:"expr"`
+				} `json:"targets"`
+			} `json:"panels"`
+		}
+		if err := json.Unmarshal(b, &d); err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range d.Panels {
+			if p.Title == title && len(p.Targets) == 1 {
+				return strings.ReplaceAll(p.Targets[0].Expr, "$project", ".*")
+			}
+		}
+		t.Fatalf("spend.json has no panel %q with one query", title)
+		return ""
+	}
+	spendPerDay, tokensPerDay := panel("Spend per day by model"), panel("Output and cache-read tokens per day")
+	for _, d := range days {
+		day, _ := time.Parse("2006-01-02", d)
+		end := day.Add(24 * time.Hour)
+		sum := func(expr string) float64 {
+			res, err := prom.QueryAt(ctx, expr, end)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var v float64
+			for _, s := range res.Samples {
+				v += s.Value
+			}
+			return v
+		}
+		if usd := sum(spendPerDay); math.Abs(usd-costByDay[d]) > 1e-9*math.Max(1, costByDay[d]) {
+			t.Errorf("%s: the panel Spend per day by model shows %.6f, independent count %.6f", d, usd, costByDay[d])
+		}
+		if n := sum(tokensPerDay); n != float64(want.OutputByDay[d]+want.CacheReadByDay[d]) {
+			t.Errorf("%s: the panel Output and cache-read tokens per day shows %v, independent count %d", d, n, want.OutputByDay[d]+want.CacheReadByDay[d])
+		}
+	}
+
 	// Days without requests have none: the day after the last one.
 	last, _ := time.Parse("2006-01-02", days[len(days)-1])
 	if v := query(`sum(increase(claude_transcript_tokens_total{type="output",`+sel[1:len(sel)-1]+`}[1d] anchored))`, last.Add(48*time.Hour)); v != 0 {
