@@ -253,18 +253,22 @@ const (
 	ActiveUser = "user"
 )
 
-// Turn implements session.Sink. Active time: Claude's (cli) is the turn
-// from its prompt to its last main-thread record; the user's is the gap
-// from the previous turn's end to this prompt, capped at UserTimeCap.
+// Turn implements session.Sink. Active time: Claude's (cli) is the turn's
+// (Claude Code's turn_duration where it wrote one, else measured; see
+// session.Turn), added as the turn closes and again if it goes on after
+// its session went idle; the user's is the gap from the previous turn's
+// last work to this prompt, capped at UserTimeCap.
 func (m *Mapper) Turn(t *session.Turn) {
 	// A turn counts when it is over, as a live exporter counts it.
 	m.at(firstKnown(t.Closed, t.End, t.Start))
 	p := m.Project(t.Project)
-	m.obs.AddTurn(p)
-	if !t.Start.IsZero() && t.End.After(t.Start) {
-		m.obs.AddActiveTime(ActiveCLI, p, t.End.Sub(t.Start).Seconds())
+	if !t.Again {
+		m.obs.AddTurn(p)
 	}
-	if t.SincePrevious > 0 {
+	if t.Active > 0 {
+		m.obs.AddActiveTime(ActiveCLI, p, t.Active.Seconds())
+	}
+	if !t.Again && t.SincePrevious > 0 {
 		m.obs.AddActiveTime(ActiveUser, p, min(t.SincePrevious, UserTimeCap).Seconds())
 	}
 }

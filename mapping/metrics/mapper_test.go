@@ -11,6 +11,7 @@ import (
 )
 
 type rec struct {
+	turns       int
 	tokens      map[string]int64
 	requests    map[string]int
 	tools       map[string]int
@@ -66,7 +67,7 @@ func (r *rec) ObserveCompactionPreTokens(_ string, n float64) { r.pre = append(r
 func (r *rec) AddSubagent(t, p string)                        { r.agents[t+"|"+p]++ }
 func (r *rec) AddWarmupAgent(string)                          { r.warmups++ }
 func (r *rec) AddSession(p string)                            { r.sessions[p]++ }
-func (r *rec) AddTurn(string)                                 {}
+func (r *rec) AddTurn(string)                                 { r.turns++ }
 func (r *rec) AddLinesOfCode(typ, tool, lang, _ string, n int64) {
 	r.loc[typ+"|"+tool+"|"+lang] += n
 }
@@ -244,20 +245,24 @@ func TestMapperSplitsBySpenderAndAttribution(t *testing.T) {
 	}
 }
 
-// TestActiveTimeSplitsClaudeAndUser: Claude's time is each turn from
-// prompt to last record; the user's the gap before a prompt, capped.
+// TestActiveTimeSplitsClaudeAndUser: Claude's time is what each emission
+// of a turn adds (session.Turn.Active); the user's the gap before a
+// prompt, capped, counted with the turn's first emission only, as is the
+// turn itself.
 func TestActiveTimeSplitsClaudeAndUser(t *testing.T) {
 	t0 := time.Date(2026, 11, 20, 10, 0, 0, 0, time.UTC)
 	cases := []struct {
-		name      string
-		turn      session.Turn
-		cli, user float64
+		name        string
+		turn        session.Turn
+		cli, user   float64
+		turnCounted bool
 	}{
-		{"first turn", session.Turn{Start: t0, End: t0.Add(90 * time.Second)}, 90, 0},
-		{"short gap counts whole", session.Turn{Start: t0, End: t0.Add(10 * time.Second), SincePrevious: 40 * time.Second}, 10, 40},
-		{"long gap is capped", session.Turn{Start: t0, End: t0.Add(time.Second), SincePrevious: 3 * time.Hour}, 1, UserTimeCap.Seconds()},
-		{"no end after start", session.Turn{Start: t0, End: t0}, 0, 0},
-		{"unknown start", session.Turn{End: t0}, 0, 0},
+		{"first turn", session.Turn{Start: t0, End: t0.Add(90 * time.Second), Active: 90 * time.Second}, 90, 0, true},
+		{"short gap counts whole", session.Turn{Start: t0, End: t0.Add(10 * time.Second), Active: 10 * time.Second, SincePrevious: 40 * time.Second}, 10, 40, true},
+		{"long gap is capped", session.Turn{Start: t0, End: t0.Add(time.Second), Active: time.Second, SincePrevious: 3 * time.Hour}, 1, UserTimeCap.Seconds(), true},
+		{"Claude Code's figure, not the span", session.Turn{Start: t0, End: t0.Add(time.Hour), Active: 20 * time.Second, HasReported: true, Reported: 20 * time.Second}, 20, 0, true},
+		{"no active time", session.Turn{Start: t0, End: t0}, 0, 0, true},
+		{"again adds only its time", session.Turn{Start: t0, End: t0.Add(time.Hour), Active: 7 * time.Second, Again: true, SincePrevious: time.Minute}, 7, 0, false},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -265,6 +270,9 @@ func TestActiveTimeSplitsClaudeAndUser(t *testing.T) {
 			NewMapper(Config{}, r).Turn(&tc.turn)
 			if r.active[ActiveCLI] != tc.cli || r.active[ActiveUser] != tc.user {
 				t.Errorf("active = %v, want cli %v user %v", r.active, tc.cli, tc.user)
+			}
+			if got := r.turns > 0; got != tc.turnCounted {
+				t.Errorf("turn counted %v, want %v", got, tc.turnCounted)
 			}
 		})
 	}

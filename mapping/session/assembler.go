@@ -73,6 +73,7 @@ type Stats struct {
 	DuplicateRequestLines int64 // assistant lines of a message already seen
 	OrphanToolResults     int64 // tool results never matched (at final flush)
 	ClampedTimes          int64 // spans whose end came before their start
+	OrphanTurnDurations   int64 // turn_duration records outside any turn
 	NoMessageID           int64 // assistant lines without message.id
 }
 
@@ -438,8 +439,8 @@ func (a *Assembler) addIn(c *ctxState, src *Source, r *transcript.Record, now ti
 			s.start = r.Timestamp
 		}
 		s.last = laterOf(s.last, r.Timestamp)
-		if c.agent == nil && s.turn != nil && !IsHumanPrompt(r) {
-			s.turn.End = laterOf(s.turn.End, r.Timestamp)
+		if c.agent == nil && s.turn != nil && IsTurnWork(r) {
+			s.turn.work(r.Timestamp)
 		}
 		if c.agent != nil {
 			if c.agent.start.IsZero() || r.Timestamp.Before(c.agent.start) {
@@ -768,8 +769,7 @@ func (a *Assembler) user(c *ctxState, r *transcript.Record, now time.Time) {
 		s := c.sess
 		var since time.Duration
 		if s.turn != nil {
-			s.turn.Closed = r.Timestamp
-			a.sink.Turn(s.turn)
+			a.emitTurn(s.turn, r.Timestamp)
 			if !s.turn.End.IsZero() && !r.Timestamp.IsZero() && r.Timestamp.After(s.turn.End) {
 				since = r.Timestamp.Sub(s.turn.End)
 			}
@@ -852,6 +852,22 @@ func (a *Assembler) finishTool(t *toolState, res *earlyResult) {
 	}
 }
 
+// emitTurn hands a closing turn to the sink: counted the first time, and
+// each time with the active time it adds since (see Turn).
+func (a *Assembler) emitTurn(t *Turn, closed time.Time) {
+	active := t.ActiveTime() - t.Counted
+	if t.Again && active <= 0 {
+		return
+	}
+	a.version++
+	t.Active = max(active, 0)
+	t.Closed = closed
+	a.sink.Turn(t)
+	t.Counted += t.Active
+	t.Again = true
+	t.Prompt = "" // sent with the turn's first emission; not kept
+}
+
 // forget drops a finished tool call's details, keeping its id for dedup;
 // Task/Agent calls keep theirs (a subagent read later takes its type and
 // description from them).
@@ -907,6 +923,18 @@ func (a *Assembler) system(c *ctxState, r *transcript.Record) {
 			return
 		}
 		a.sink.APIError(&APIError{Where: a.where(c), ID: r.UUID, Kind: "retry", Time: r.Timestamp})
+	case "turn_duration":
+		// Claude Code's own figure for the turn's active time, written
+		// as the turn ends; copies (resume) count once.
+		if c.agent != nil || r.DurationMs < 0 || r.UUID != "" && !a.firstSeen(keyTurnDuration, r.UUID) {
+			return
+		}
+		if t := c.sess.turn; t != nil {
+			t.Reported += time.Duration(r.DurationMs) * time.Millisecond
+			t.HasReported = true
+		} else {
+			a.stats.OrphanTurnDurations++
+		}
 	}
 	c.remember(r.UUID, r.Timestamp, "")
 }
@@ -1180,11 +1208,14 @@ func (a *Assembler) closeSession(s *sessState) {
 		a.emitAgent(ag)
 	}
 	if s.turn != nil {
+		// The turn is counted now, but kept: work that comes after the
+		// session went idle (a permission answered later, Claude Code's
+		// turn_duration) still belongs to it, as it does read at once.
+		var closed time.Time
 		if !s.turn.End.IsZero() {
-			s.turn.Closed = s.turn.End.Add(a.cfg.IdleTimeout)
+			closed = s.turn.End.Add(a.cfg.IdleTimeout)
 		}
-		a.sink.Turn(s.turn)
-		s.turn = nil
+		a.emitTurn(s.turn, closed)
 	}
 	a.dropContexts(s)
 	s.agents = nil

@@ -48,12 +48,13 @@ func idKey(prefix, id string) uint64 {
 // Key prefixes of the index namespaces. They match the string keys of
 // state version 1, so that a saved key migrates as idKey(prefix, id).
 const (
-	keyRequest    = ""
-	keyTool       = ""
-	keyPrompt     = "p:"
-	keyCompaction = "c:"
-	keyError      = "e:"
-	keyPR         = "pr:"
+	keyRequest      = ""
+	keyTool         = ""
+	keyPrompt       = "p:"
+	keyCompaction   = "c:"
+	keyError        = "e:"
+	keyTurnDuration = "d:"
+	keyPR           = "pr:"
 )
 
 // doneReq is what an emitted request keeps: what was counted, the best

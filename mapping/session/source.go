@@ -124,3 +124,20 @@ func IsHumanPrompt(r *transcript.Record) bool {
 	}
 	return true
 }
+
+// IsTurnWork says a main-thread record is Claude at work in its turn, so
+// that it extends the turn's measured active time: a request line (an API
+// error's too), a tool result, a tool's progress, an API retry or a
+// compaction. Prompts, summaries, titles, queue operations, snapshots and
+// the output of commands typed later are not.
+func IsTurnWork(r *transcript.Record) bool {
+	switch r.Kind {
+	case transcript.KindAssistant, transcript.KindProgress:
+		return true
+	case transcript.KindUser:
+		return len(r.Message.ToolResults) > 0
+	case transcript.KindSystem:
+		return r.Subtype == "api_error" || r.Subtype == "compact_boundary"
+	}
+	return false
+}

@@ -194,8 +194,9 @@ func TestTurnLifecycle(t *testing.T) {
 
 // TestTurnEndCoversItsLastRecord pins the Turn's time span (design §5:
 // "one per human turn (prompt → before next prompt)"): it ends at the last
-// record of the turn, which is usually the final assistant line, not at
-// the last user record.
+// work record of the turn (a request line or tool result), which is
+// usually the final assistant line; Claude Code's turn_duration record
+// after it is no work.
 func TestTurnEndCoversItsLastRecord(t *testing.T) {
 	tests := []struct {
 		name  string
@@ -236,7 +237,7 @@ func TestTurnEndCoversItsLastRecord(t *testing.T) {
 				systemTurnDuration("d1", "a1", 6),
 				U{UUID: "u2", Parent: "d1", Sec: 20, Text: "And the tests?"}.String(),
 			},
-			end: 6,
+			end: 5,
 		},
 		{
 			name: "a copied old prompt does not stretch the turn",

@@ -271,12 +271,27 @@ func (c *ToolCall) Duration() time.Duration {
 }
 
 // Turn is one human prompt and what followed it, emitted when the next
-// prompt arrives or the session is flushed.
+// prompt arrives or its session closes. A turn whose session closed (idle)
+// and that goes on afterwards (a permission answered an hour later, a
+// Claude Code turn_duration record) is emitted again when it closes once
+// more, with Again set and Active holding only what it adds.
+//
+// Active time (Claude's, "cli") is what Claude Code itself reports for the
+// turn where it wrote one: the sum of its system turn_duration records
+// (Reported). Elsewhere it is measured (Work): the time from the prompt
+// through the turn's work records (requests, tool results, tool progress,
+// API retries, compactions), each gap between two of them counted up to
+// WorkGapCap, since a longer silence is someone waiting (a permission
+// prompt, a question), not Claude at work. Records that are not the turn's
+// work (a /context typed days later, queue operations, summaries) never
+// extend it. The value is a function of the turn's records in file order,
+// so the same bytes give the same value read at once, in pieces or live.
 type Turn struct {
 	Where
 	PromptUUID string
 	// Number is the prompt's place in its session: 1 for the first.
-	Number     int
+	Number int
+	// Start is the prompt's time, End the turn's last work record's.
 	Start, End time.Time
 	Prompt     string // capture only
 	Requests   int
@@ -285,9 +300,49 @@ type Turn struct {
 	// (zero when unknown). A live exporter counts the turn then.
 	Closed time.Time
 	// SincePrevious is the time from the end of the session's previous
-	// turn (its last main-thread record) to this prompt; 0 for the first
-	// turn, or when either time is unknown or out of order.
+	// turn (its last work record) to this prompt; 0 for the first turn,
+	// or when either time is unknown or out of order.
 	SincePrevious time.Duration
+
+	// Work is the measured active time so far (see above); Reported the
+	// sum of the turn's turn_duration records, when HasReported.
+	Work        time.Duration
+	Reported    time.Duration
+	HasReported bool
+	// Active is the active time this emission adds: the turn's active
+	// time (Reported if known, else Work) less what earlier emissions
+	// counted (Counted), never below zero.
+	Active  time.Duration
+	Counted time.Duration
+	// Again says the turn was emitted before: count only Active.
+	Again bool
+}
+
+// WorkGapCap is the most one silence between two work records of a turn
+// adds to its measured active time. Calibrated on the real turns for
+// which Claude Code wrote turn_duration: with this cap the measured time
+// of those turns is within 10 % of Claude Code's figure on every tree
+// (mapping/session TestMeasuredActiveTimeNearClaudeCodes).
+const WorkGapCap = 60 * time.Second
+
+// ActiveTime is the turn's active time as known now: Claude Code's own
+// figure where it wrote one, else the measured one.
+func (t *Turn) ActiveTime() time.Duration {
+	if t.HasReported {
+		return t.Reported
+	}
+	return t.Work
+}
+
+// work notes a work record of the turn at time at.
+func (t *Turn) work(at time.Time) {
+	if at.IsZero() || !at.After(t.End) {
+		return
+	}
+	if !t.End.IsZero() {
+		t.Work += min(at.Sub(t.End), WorkGapCap)
+	}
+	t.End = at
 }
 
 // Session is emitted once when a session is first seen (Start set, End
