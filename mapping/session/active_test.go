@@ -353,4 +353,3 @@ func TestMeasuredActiveTimeNearClaudeCodes(t *testing.T) {
 		})
 	}
 }
-
