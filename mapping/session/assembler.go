@@ -73,7 +73,7 @@ type Stats struct {
 	DuplicateRequestLines int64 // assistant lines of a message already seen
 	OrphanToolResults     int64 // tool results never matched (at final flush)
 	ClampedTimes          int64 // spans whose end came before their start
-	OrphanTurnDurations   int64 // turn_duration records outside any turn
+	OrphanTurnDurations   int64 // turn_duration records outside any turn (counted alone)
 	NoMessageID           int64 // assistant lines without message.id
 }
 
@@ -929,12 +929,20 @@ func (a *Assembler) system(c *ctxState, r *transcript.Record) {
 		if c.agent != nil || r.DurationMs < 0 || r.UUID != "" && !a.firstSeen(keyTurnDuration, r.UUID) {
 			return
 		}
+		d := time.Duration(r.DurationMs) * time.Millisecond
 		if t := c.sess.turn; t != nil {
-			t.Reported += time.Duration(r.DurationMs) * time.Millisecond
+			t.Reported += d
 			t.HasReported = true
-		} else {
-			a.stats.OrphanTurnDurations++
+			return
 		}
+		// Work outside any turn (a session opened by a slash command such
+		// as /init, whose prompt is Claude Code's): its time still counts,
+		// as Claude Code reports it, with no turn of its own.
+		a.stats.OrphanTurnDurations++
+		s := c.sess
+		a.version++
+		a.sink.Turn(&Turn{Where: Where{SessionID: s.id, Project: a.project(s)}, Start: r.Timestamp, End: r.Timestamp,
+			Closed: r.Timestamp, Reported: d, HasReported: true, Active: d, Again: true})
 	}
 	c.remember(r.UUID, r.Timestamp, "")
 }

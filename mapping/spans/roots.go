@@ -175,6 +175,9 @@ func (b *Builder) metaAttrs(s *sessState, attrs []Attr) []Attr {
 
 // Turn emits the span of one human turn.
 func (b *Builder) Turn(u *session.Turn) {
+	if u.Again {
+		return // a turn's later active time, or time outside any turn: no span
+	}
 	s := b.sess(u.SessionID)
 	s.touch(u.End)
 	if _, done := s.turnsDone[u.PromptUUID]; done {
