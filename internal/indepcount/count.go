@@ -148,6 +148,9 @@ type counter struct {
 	taskType  map[string]string
 	agentTool map[string]string
 	warmup    map[string]bool
+	// embedded is set while a progress record's message is read: a copy
+	// of a subagent's line, never a thread that outranks another.
+	embedded bool
 
 	t *Totals
 }
@@ -224,8 +227,20 @@ func Count(claudeDir string) (*Totals, error) {
 		if agent != "" {
 			c.readMeta(strings.TrimSuffix(path, ".jsonl")+".meta.json", agent)
 		}
-		for i, line := range bytes.Split(data, []byte("\n")) {
-			c.line(fmt.Sprintf("%s:%d", filepath.ToSlash(rel), i+1), agent, line)
+		lines := bytes.Split(data, []byte("\n"))
+		var side []string
+		if agent == "" {
+			side = sidechainAgents(lines)
+		}
+		for i, line := range lines {
+			a := agent
+			if side != nil && side[i] != "" {
+				a = side[i]
+				if tool, ok := strings.CutPrefix(a, "side-"); ok && c.agentTool[a] == "" {
+					c.agentTool[a] = tool
+				}
+			}
+			c.line(fmt.Sprintf("%s:%d", filepath.ToSlash(rel), i+1), a, line)
 		}
 	}
 	c.finish()
@@ -316,7 +331,9 @@ func (c *counter) line(where, agent string, line []byte) {
 					if tool := str(rec["parentToolUseID"]); inAgent != "" && tool != "" && c.agentTool[inAgent] == "" {
 						c.agentTool[inAgent] = tool
 					}
+					c.embedded = true
 					c.carrier(where, inAgent, inner, stamp(inner, rec))
+					c.embedded = false
 				}
 			}
 		}
@@ -491,6 +508,10 @@ func (c *counter) carrier(where, agent string, rec map[string]any, ts time.Time)
 	if _, seen := c.requests[id]; !seen {
 		c.requestOrder = append(c.requestOrder, id)
 		c.first[id] = &reqFirst{agent: agent, file: fileOf(where)}
+	} else if f := c.first[id]; !c.embedded && readerRank(agent, c.metaType[agent]) > readerRank(f.agent, c.metaType[f.agent]) {
+		// A fork's copy of its parent's history was read before the
+		// parent: the request is the parent's.
+		f.agent = agent
 	}
 	if f := c.first[id]; f.file == fileOf(where) && ts.After(f.last) {
 		f.last = ts
@@ -637,7 +658,7 @@ func (c *counter) spender(agent string) string {
 		return "main"
 	case strings.HasPrefix(agent, "acompact-"):
 		return "compaction"
-	case strings.HasPrefix(agent, "aprompt_suggestion-"):
+	case strings.HasPrefix(agent, "aprompt_suggestion-"), strings.HasPrefix(agent, "aside_question-"):
 		return "internal"
 	case c.warmup[agent]:
 		return "warmup"
@@ -1012,4 +1033,113 @@ type DoneRequest struct {
 	Model, Speed, Geo                                    string
 	Input, Output, CacheRead, CacheWrite5m, CacheWrite1h int64
 	WebSearches                                          int64
+}
+
+// readerRank orders the threads that read one request: the main thread
+// (2) before a subagent (1) before a fork Claude Code runs for itself and
+// whose first lines copy its parent's history (0: compaction, side
+// questions, prompt suggestions, agent type "fork").
+func readerRank(agent, metaType string) int {
+	switch {
+	case agent == "":
+		return 2
+	case strings.HasPrefix(agent, "acompact-"), strings.HasPrefix(agent, "aside_question-"),
+		strings.HasPrefix(agent, "aprompt_suggestion-"), metaType == "fork":
+		return 0
+	}
+	return 1
+}
+
+// sidechainAgents gives, for each line of a session file, the subagent of
+// a sidechain written inside it (Claude Code up to 2.0), "" for the rest.
+// A sidechain is the isSidechain lines that chain by parentUuid to a
+// first line without parent; it belongs to the first Task/Agent call of
+// the main thread written before that first line that no earlier
+// sidechain took and whose result comes after it ("side-<call id>"), else
+// it is "side-<first line uuid>". Lines whose chain is not in the file go
+// with the sidechain before them. Whole-file, two passes.
+func sidechainAgents(lines [][]byte) []string {
+	type rec struct {
+		side         bool
+		uuid, parent string
+		calls        []string // Task/Agent calls (main thread)
+		results      []string // tool_use ids answered (main thread)
+	}
+	recs := make([]rec, len(lines))
+	found := false
+	for i, l := range lines {
+		var r struct {
+			IsSidechain bool
+			UUID        string `json:"uuid"`
+			ParentUUID  string `json:"parentUuid"`
+			Message     struct {
+				Content any
+			}
+		}
+		if json.Unmarshal(l, &r) != nil {
+			continue
+		}
+		recs[i] = rec{side: r.IsSidechain, uuid: r.UUID, parent: r.ParentUUID}
+		if r.IsSidechain {
+			found = true
+			continue
+		}
+		blocks, _ := r.Message.Content.([]any)
+		for _, b := range blocks {
+			m, _ := b.(map[string]any)
+			switch str(m["type"]) {
+			case "tool_use":
+				if n := str(m["name"]); n == "Task" || n == "Agent" {
+					recs[i].calls = append(recs[i].calls, str(m["id"]))
+				}
+			case "tool_result":
+				recs[i].results = append(recs[i].results, str(m["tool_use_id"]))
+			}
+		}
+	}
+	if !found {
+		return nil
+	}
+	answeredAt := map[string]int{}
+	for i, r := range recs {
+		for _, id := range r.results {
+			if _, ok := answeredAt[id]; !ok {
+				answeredAt[id] = i
+			}
+		}
+	}
+	out := make([]string, len(lines))
+	byUUID := map[string]string{}
+	taken := map[string]bool{}
+	last := ""
+	for i, r := range recs {
+		if !r.side {
+			continue
+		}
+		agent, ok := byUUID[r.parent]
+		switch {
+		case ok && r.parent != "":
+		case r.parent != "" && last != "":
+			agent = last
+		default:
+			agent = "side-" + r.uuid
+		search:
+			for j := 0; j < i; j++ {
+				for _, id := range recs[j].calls {
+					at, answered := answeredAt[id]
+					if !taken[id] && (!answered || at > i) {
+						taken[id] = true
+						agent = "side-" + id
+						break search
+					}
+				}
+			}
+		}
+		if r.uuid != "" {
+			byUUID[r.uuid] = agent
+		}
+		out[i] = agent
+		last = agent
+	}
+	return out
 }

@@ -59,6 +59,10 @@ type Assembler struct {
 	// byTool finds the subagent a Task/Agent call launched.
 	byTool map[string]*agentState
 	ctxs   map[ctxKey]*ctxState
+	// sideRoots names the subagent of each sidechain written inside a
+	// session file (Claude Code up to 2.0), by its first line's uuid, so
+	// that a resumed session's copy of it is the same subagent.
+	sideRoots map[string]string
 
 	stats Stats
 	// version grows with every change of state, so that the daemon can
@@ -82,6 +86,9 @@ type ctxKey struct{ session, agent string }
 type ctxState struct {
 	sess  *sessState
 	agent *agentState // nil in the main conversation
+	// inline says the subagent's lines are written inside its session's
+	// file (a legacy sidechain): they are the main turn's work too.
+	inline bool
 	// recent remembers the last records' uuids, times and message ids:
 	// a request's parent (the record that triggered it) and an interrupt's
 	// target are almost always among the last few lines.
@@ -132,6 +139,13 @@ type sessState struct {
 	// session closes.
 	openTools map[string]struct{}
 	agents    map[string]struct{}
+	// pendingTasks are the session's Task/Agent calls, in order, that
+	// no sidechain of the session file has taken yet; side maps the
+	// uuids of the session file's sidechain lines to their subagent, and
+	// lastSide is the last one (see sidechainAgent).
+	pendingTasks []string
+	side         map[string]string
+	lastSide     string
 }
 
 func (s *sessState) addOpenTool(id string) {
@@ -238,17 +252,18 @@ func New(cfg Config, sink Sink) *Assembler {
 		cfg.Settle = DefaultSettle
 	}
 	return &Assembler{
-		cfg:      cfg,
-		sink:     sink,
-		requests: make(map[string]*reqState),
-		labelSet: make(map[reqLabels]uint32),
-		tools:    make(map[string]*toolState),
-		early:    make(map[string]*earlyResult),
-		sessions: make(map[string]*sessState),
-		open:     make(map[string]*sessState),
-		agents:   make(map[string]*agentState),
-		byTool:   make(map[string]*agentState),
-		ctxs:     make(map[ctxKey]*ctxState),
+		cfg:       cfg,
+		sink:      sink,
+		requests:  make(map[string]*reqState),
+		labelSet:  make(map[reqLabels]uint32),
+		tools:     make(map[string]*toolState),
+		early:     make(map[string]*earlyResult),
+		sessions:  make(map[string]*sessState),
+		open:      make(map[string]*sessState),
+		agents:    make(map[string]*agentState),
+		byTool:    make(map[string]*agentState),
+		ctxs:      make(map[ctxKey]*ctxState),
+		sideRoots: make(map[string]string),
 	}
 }
 
@@ -309,7 +324,17 @@ func (a *Assembler) context(src *Source, r *transcript.Record, now time.Time) *c
 		agentID = r.AgentID
 	}
 	sess := a.session(sessionID, src)
+	var task string
+	if agentID == "" && src.Kind == SourceSession && r.IsSidechain {
+		agentID, task = a.sidechainAgent(sess, r)
+	}
 	c := a.ctxFor(sess, agentID, now)
+	if task != "" {
+		c.inline = true
+		if c.agent.toolUseID == "" {
+			a.linkAgentTool(c.agent, task)
+		}
+	}
 	if c.agent != nil && src.Kind != SourceOther {
 		ag := c.agent
 		if ag.agentType == "" && src.AgentType != "" {
@@ -323,6 +348,74 @@ func (a *Assembler) context(src *Source, r *transcript.Record, now time.Time) *c
 		}
 	}
 	return c
+}
+
+// sidechainAgent names the subagent of a sidechain line written inside a
+// session file, as Claude Code wrote them up to 2.0: a Task call, then
+// the subagent's lines (isSidechain, chained by parentUuid from a first
+// prompt without parent), then the call's result. A first line takes the
+// session's oldest Task/Agent call no sidechain has taken (returned as
+// task, to link); its subagent is "side-" and that call's id ("side-"
+// and the line's uuid when no call is waiting). Later lines follow their
+// parent; a line whose parent is unknown (read after a restart) goes with
+// the session's last sidechain.
+func (a *Assembler) sidechainAgent(s *sessState, r *transcript.Record) (agentID, task string) {
+	if s.side == nil {
+		s.side = map[string]string{}
+	}
+	defer func() {
+		if r.UUID != "" {
+			s.side[r.UUID] = agentID
+		}
+		s.lastSide = agentID
+	}()
+	if id, ok := s.side[r.ParentUUID]; ok && r.ParentUUID != "" {
+		return id, ""
+	}
+	if id, ok := a.sideRoots[r.UUID]; ok && r.UUID != "" {
+		return id, "" // a resumed session's copy
+	}
+	if r.ParentUUID != "" && s.lastSide != "" {
+		return s.lastSide, ""
+	}
+	if len(s.pendingTasks) > 0 {
+		task = s.pendingTasks[0]
+		s.pendingTasks = s.pendingTasks[1:]
+		agentID = "side-" + task
+	} else {
+		agentID = "side-" + r.UUID
+	}
+	if r.UUID != "" {
+		a.sideRoots[r.UUID] = agentID
+	}
+	return agentID, task
+}
+
+// rank orders the readers of one request: its main thread first, then a
+// subagent, then a fork whose first lines copy its parent's history
+// (compaction, side questions, prompt suggestions). A request read by
+// several is theirs who ranks first, whatever order the files are read in.
+func (a *Assembler) rank(w Where) int {
+	switch {
+	case w.AgentID == "":
+		return 2
+	case isFork(w.AgentID):
+		return 0
+	}
+	if ag := a.agents[w.AgentID]; ag != nil && ag.agentType == "fork" {
+		return 0
+	}
+	return 1
+}
+
+// isFork says an agent id is one of the forks Claude Code runs for itself.
+func isFork(agentID string) bool {
+	for _, p := range [...]string{"acompact-", "aside_question-", "aprompt_suggestion-"} {
+		if strings.HasPrefix(agentID, p) {
+			return true
+		}
+	}
+	return false
 }
 
 func (a *Assembler) session(id string, src *Source) *sessState {
@@ -439,7 +532,7 @@ func (a *Assembler) addIn(c *ctxState, src *Source, r *transcript.Record, now ti
 			s.start = r.Timestamp
 		}
 		s.last = laterOf(s.last, r.Timestamp)
-		if c.agent == nil && s.turn != nil && IsTurnWork(r) {
+		if (c.agent == nil || c.inline) && s.turn != nil && IsTurnWork(r) {
 			s.turn.work(r.Timestamp)
 		}
 		if c.agent != nil {
@@ -540,6 +633,14 @@ func (a *Assembler) assistant(c *ctxState, r *transcript.Record, now time.Time) 
 	switch {
 	case st != nil:
 		a.stats.DuplicateRequestLines++
+		if w := a.where(c); a.rank(w) > a.rank(st.where) {
+			// A fork's copy of its parent's history was read first: the
+			// request is the parent's.
+			st.where = w
+			if c.agent == nil && c.sess.turn != nil {
+				c.sess.turn.Requests++
+			}
+		}
 		where = st.where
 		if !r.Timestamp.IsZero() {
 			st.end = laterOf(st.end, r.Timestamp)
@@ -612,6 +713,12 @@ func (a *Assembler) assistant(c *ctxState, r *transcript.Record, now time.Time) 
 		tu := &m.ToolUses[i]
 		if tu.ID == "" {
 			continue
+		}
+		if c.agent == nil && SubagentType(tu) != "" && a.agentByTool(tu.ID) == nil && !slices.Contains(c.sess.pendingTasks, tu.ID) {
+			// A sidechain written after it in this file is its subagent's
+			// (see sidechainAgent), even when a fork's copy of the call
+			// was read first.
+			c.sess.pendingTasks = append(c.sess.pendingTasks, tu.ID)
 		}
 		if _, ok := a.tools[tu.ID]; ok || a.toolDone(tu.ID) {
 			continue
@@ -811,8 +918,13 @@ func (a *Assembler) finishTool(t *toolState, res *earlyResult) {
 		}
 		call.HasDuration = true
 	}
-	if s := a.sessions[call.SessionID]; s != nil && s.openTools != nil {
-		delete(s.openTools, call.ToolUseID)
+	if s := a.sessions[call.SessionID]; s != nil {
+		if s.openTools != nil {
+			delete(s.openTools, call.ToolUseID)
+		}
+		if i := slices.Index(s.pendingTasks, call.ToolUseID); i >= 0 {
+			s.pendingTasks = slices.Delete(s.pendingTasks, i, i+1)
+		}
 	}
 	a.refreshProject(&call.Where)
 	if task != nil && task.AgentID != "" {
@@ -983,6 +1095,11 @@ func (a *Assembler) FlushRead(now time.Time) {
 func (a *Assembler) flush(now time.Time, final, history, read bool) {
 	var ready []*reqState
 	for _, st := range a.requests {
+		if history && a.rank(st.where) == 0 {
+			// A fork's request waits for the end of the history: its
+			// parent's file, read later, may hold the same request.
+			continue
+		}
 		if final || history || st.complete || now.Sub(st.lastSeen) >= a.cfg.Settle {
 			ready = append(ready, st)
 		}
@@ -1005,7 +1122,7 @@ func (a *Assembler) flush(now time.Time, final, history, read bool) {
 	}
 	slices.SortFunc(closing, func(x, y *sessState) int { return cmp.Compare(x.seq, y.seq) })
 	for _, s := range closing {
-		a.closeSession(s)
+		a.closeSession(s, history)
 	}
 	if history {
 		// Sessions kept open that the next group does not touch lose
@@ -1108,6 +1225,9 @@ func (a *Assembler) agentType(ag *agentState) string {
 		// Claude Code runs compaction as a subagent with this id prefix.
 		typ = "compact"
 	}
+	if typ == "" && strings.HasPrefix(ag.id, "aside_question-") {
+		typ = "aside_question" // a /btw side question, a fork of the session
+	}
 	if typ == "" {
 		typ = "unknown"
 	}
@@ -1145,7 +1265,7 @@ func (a *Assembler) spender(w Where) string {
 	switch {
 	case strings.HasPrefix(w.AgentID, "acompact-"):
 		return SpenderCompaction
-	case strings.HasPrefix(w.AgentID, "aprompt_suggestion-"):
+	case strings.HasPrefix(w.AgentID, "aprompt_suggestion-"), strings.HasPrefix(w.AgentID, "aside_question-"):
 		return SpenderInternal
 	}
 	ag := a.agents[w.AgentID]
@@ -1171,13 +1291,14 @@ func (a *Assembler) dropContexts(s *sessState) {
 	}
 }
 
-func (a *Assembler) closeSession(s *sessState) {
+func (a *Assembler) closeSession(s *sessState, history bool) {
 	a.version++
 	// Requests of this session still settling are emitted first, so that
-	// their tool calls and turn close after them.
+	// their tool calls and turn close after them (a fork's wait for the
+	// end of the history, see flush).
 	var ready []*reqState
 	for _, st := range a.requests {
-		if st.where.SessionID == s.id {
+		if st.where.SessionID == s.id && !(history && a.rank(st.where) == 0) {
 			ready = append(ready, st)
 		}
 	}
@@ -1227,6 +1348,7 @@ func (a *Assembler) closeSession(s *sessState) {
 	}
 	a.dropContexts(s)
 	s.agents = nil
+	s.side, s.pendingTasks = nil, nil
 	s.ended = true
 	delete(a.open, s.id)
 	a.sink.Session(a.sessionUnit(s, true))
