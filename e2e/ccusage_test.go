@@ -224,10 +224,10 @@ func exporterByModel(t *testing.T, tree string) map[string]modelSum {
 // checked: a model listed here whose counts agree fails the test, so the
 // list cannot outlive its reason.
 var ccusageCountsDiffer = map[string]string{
-	"aistrad/claude-opus-4-5-20251101": "188 of its lines carry no requestId: ccusage deduplicates by message.id and requestId and counts each such streamed line, the exporter counts each message.id once",
-	"aistrad/glm-4.7":                  "a gateway: its 54 lines carry no requestId (22 messages); ccusage counts every streamed line, the exporter each message once",
-	"invictusauto/MiniMax-M2.1":        "a gateway: its 204 lines carry no requestId (90 messages); ccusage counts every streamed line, the exporter each message once",
-	"damon-salvet/claude-opus-4.6-1m":  "no requestId on its 544 lines, and 158 of them are messages embedded in progress records, which the exporter counts and ccusage does not",
+	"aistrad/claude-opus-4-5-20251101": "188 of its lines carry no requestId: ccusage deduplicates by message.id and requestId and counts every line without one (that rule gives its input count within 7 tokens), the exporter counts each message.id once",
+	"aistrad/glm-4.7":                  "a gateway: none of its 54 lines (22 messages) carries a requestId; ccusage's count is neither every line nor one per message",
+	"invictusauto/MiniMax-M2.1":        "a gateway: none of its 204 lines (90 messages) carries a requestId; ccusage's count equals deduplicating by message.id and timestamp, the exporter counts each message.id once",
+	"damon-salvet/claude-opus-4.6-1m":  "none of its lines carries a requestId; ccusage counts fewer tokens than one per message (and prices none)",
 }
 
 // ccusageLeavesUnpriced: models ccusage 20.0.24 bills $0 (its table names
