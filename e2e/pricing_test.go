@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"errors"
+	"fmt"
 	"math"
 	"os"
 	"os/exec"
@@ -10,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/claude-transcript-exporter/claude-transcript-exporter/internal/testbackend"
+	"github.com/claude-transcript-exporter/claude-transcript-exporter/mapping/metrics"
 )
 
 // TestPricingFileMistakesFailAtStart: a --pricing.file with a misspelt or
@@ -96,5 +98,57 @@ func TestSyntheticRequestsCostTheirListPrice(t *testing.T) {
 		if math.Abs(cost[k]-w) > 1e-12 {
 			t.Errorf("cost[%s] = %.9f, list price %.9f", k, cost[k], w)
 		}
+	}
+}
+
+// TestPricingFileTakesLiteLLMsTableUnderTheEmbeddedOne: given LiteLLM's
+// model_prices_and_context_window.json as it is, the exporter keeps the
+// embedded rows (dates, modifiers), prices the models only LiteLLM has,
+// leaves a model in neither unpriced and counted, and says so in
+// pricing_info. The excerpt is verbatim LiteLLM; the whole snapshot is
+// loaded too when the shared folder is there.
+func TestPricingFileTakesLiteLLMsTableUnderTheEmbeddedOne(t *testing.T) {
+	root := testbackend.RepoRoot(t)
+	files := []string{filepath.Join(root, "mapping", "metrics", "testdata", "litellm-excerpt-2026-07-24.json")}
+	if dir, ok := testbackend.SharedCorpus(t); ok {
+		files = append(files, filepath.Join(dir, "..", "..", "prices", "litellm-model_prices_and_context_window-2026-07-24.json"))
+	}
+	tree := t.TempDir()
+	// One request of 1,000,000 output tokens each: a model LiteLLM has and
+	// the embedded table lacks, one in both, one in neither.
+	proj := filepath.Join(tree, "projects", "-p")
+	if err := os.MkdirAll(proj, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	var lines []string
+	for i, model := range []string{"MiniMax-M3", "claude-opus-4-8", "my-own-local-model"} {
+		lines = append(lines, fmt.Sprintf(`{"type":"assistant","sessionId":"s1","cwd":"/p","timestamp":"2026-11-20T12:0%d:00Z","requestId":"r%d","uuid":"u%d","message":{"id":"m%d","role":"assistant","model":%q,"stop_reason":"end_turn","content":[],"usage":{"input_tokens":0,"output_tokens":1000000,"cache_creation_input_tokens":0,"cache_read_input_tokens":0,"speed":"fast"}}}`, i, i, i, i, model))
+	}
+	if err := os.WriteFile(filepath.Join(proj, "s1.jsonl"), []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range files {
+		t.Run(filepath.Base(f), func(t *testing.T) {
+			mfs := parseExposition(t, oneshot(t, "--claude.dir="+tree, "--pricing.file="+f))
+			info := sumBy(mfs, "claude_transcript_exporter_pricing_info", "as_of", "source", "version")
+			want := metrics.DefaultPrices().AsOf + "|builtin+litellm|2"
+			if info[want] != 1 || len(info) != 1 {
+				t.Errorf("pricing_info = %v, want %s", info, want)
+			}
+			cost := sumBy(mfs, "claude_transcript_cost_usd_total", "model")
+			// MiniMax-M3: LiteLLM's 1.2 per million output, no fast multiplier.
+			// claude-opus-4-8: the embedded 25 per million, fast 2x on 2026-11-20.
+			for model, usd := range map[string]float64{"MiniMax-M3": 1.2, "claude-opus-4-8": 50} {
+				if math.Abs(cost[model]-usd) > 1e-9 {
+					t.Errorf("cost[%s] = %v, want %v", model, cost[model], usd)
+				}
+			}
+			if c := cost["my-own-local-model"]; c != 0 {
+				t.Errorf("a model in neither table costs %v", c)
+			}
+			if u := sumBy(mfs, "claude_transcript_exporter_unpriced_tokens_total", "model")["my-own-local-model"]; u != 1e6 {
+				t.Errorf("unpriced tokens of a model in neither = %v, want 1e6", u)
+			}
+		})
 	}
 }

@@ -69,7 +69,7 @@ func run(args []string) int {
 	enumFlag(app, "metrics.project-label", "Project label: none, basename (of the session's working directory) or path (full path).", &cfg.ProjectLabel, "none", "basename", "path")
 	app.Flag("metrics.attribution-limit", "Skill, plugin and MCP server names that keep a label value of their own on the attributed_* series (the first seen; later names are other).").
 		Default(strconv.Itoa(cfg.AttributionLimit)).IntVar(&cfg.AttributionLimit)
-	app.Flag("pricing.file", "JSON price table replacing the embedded one (format: docs/pricing.md; a mistake exits 2 naming the field).").StringVar(&cfg.PricingFile)
+	app.Flag("pricing.file", "JSON price table replacing the embedded one (format: docs/pricing.md; a mistake exits 2 naming the field), or LiteLLM's model_prices_and_context_window.json as it is, added under the embedded table.").StringVar(&cfg.PricingFile)
 	durationFlag(app, "claude.files-interval", "How often tasks/, todos/, sessions/, jobs/ and the prompt history are read again (only changed files are parsed).", &cfg.FilesInterval)
 	app.Flag("claude.pid-check", "A sessions/<pid>.json file counts as running only while its process exists (turn off where the exporter cannot see Claude Code's processes: a container, Docker Desktop).").Default("true").BoolVar(&cfg.PIDCheck)
 	durationFlag(app, "sessions.active-window", "A session with a record this recent counts as active.", &cfg.ActiveWindow)

@@ -376,7 +376,7 @@ func NewSelf(reg prometheus.Registerer) *Self {
 		SpoolDropped: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "spool_dropped_spans_total",
 			Help: "Spans dropped from the on-disk spool, oldest first, to keep it under --otlp.spool-max-bytes."}),
 		PricingInfo: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: ns, Subsystem: sub, Name: "pricing_info",
-			Help: "The price table in use: its as_of date, source (builtin, or file for --pricing.file) and format version. Models it lacks count in unpriced_tokens_total."},
+			Help: "The price table in use: its as_of date, source (builtin; file for a --pricing.file in the exporter's format; builtin+litellm for LiteLLM's price file under the embedded table) and format version. Models it lacks count in unpriced_tokens_total."},
 			[]string{"as_of", "source", "version"}),
 	}
 	reg.MustRegister(s.FilesWatched, s.LinesRead, s.BytesRead, s.DecodeErrors, s.UnknownRecords, s.UnknownFields, s.InvalidUsage, s.FilesSkipped,

@@ -300,7 +300,7 @@ func (c *Config) Validate() error {
 		if err != nil {
 			return fmt.Errorf("--pricing.file: %w", err)
 		}
-		if _, err := metrics.ParsePrices(b); err != nil {
+		if _, err := metrics.LoadPricingFile(b); err != nil {
 			return fmt.Errorf("--pricing.file: %s: %w", c.PricingFile, err)
 		}
 	}

@@ -72,10 +72,15 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger, stdout io.Writer)
 		if err != nil {
 			return fmt.Errorf("--pricing.file: %w", err)
 		}
-		if prices, err = metrics.ParsePrices(b); err != nil {
+		f, err := metrics.LoadPricingFile(b)
+		if err != nil {
 			return fmt.Errorf("--pricing.file: %w", err)
 		}
-		pricesFrom = "file"
+		prices, pricesFrom = f.Prices, f.Source
+		if f.Source == "builtin+litellm" {
+			logger.Info("--pricing.file is LiteLLM's price file: it prices the models the embedded table lacks",
+				"file", cfg.PricingFile, "entries", f.LiteLLM, "skipped_not_token_priced", f.Skipped)
+		}
 		if prices.Version < 2 {
 			logger.Warn("--pricing.file is in the version 1 format: no dates, no fast, regional or long-context prices (see docs/pricing.md)", "file", cfg.PricingFile)
 		}

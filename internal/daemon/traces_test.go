@@ -97,7 +97,7 @@ func TestBuilderConfig(t *testing.T) {
 	if !c.Identifying || !ok || usd != 150 {
 		t.Errorf("price %v %v identifying %v; want 150 (fast 6x on 2026-03-01)", usd, ok, c.Identifying)
 	}
-	if _, ok := c.Price("glm-4.7", session.Tokens{Output: 1}, r); ok {
+	if _, ok := c.Price("kimi-k2", session.Tokens{Output: 1}, r); ok {
 		t.Error("an unpriced model has a price")
 	}
 }

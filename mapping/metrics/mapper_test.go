@@ -115,15 +115,15 @@ func TestRequestsBecomeTokensCostAndRequestWithStopReasonNone(t *testing.T) {
 	m.Request(&session.Request{Where: session.Where{Project: "/p/repo"}, Model: "claude-opus-4-6",
 		Tokens: session.Tokens{Input: 1, Output: 2, CacheRead: 3, CacheWrite5m: 4, CacheWrite1h: 5}})
 	m.RequestUpdate(&session.RequestUpdate{Where: session.Where{Project: "/p/repo"}, Model: "claude-opus-4-6", Delta: session.Tokens{Output: 10}})
-	m.Request(&session.Request{Where: session.Where{Project: "/p/repo"}, Model: "glm-4.7", StopReason: "end_turn", Tokens: session.Tokens{Input: 7}})
-	if r.requests["claude-opus-4-6|none|repo"] != 1 || r.requests["glm-4.7|end_turn|repo"] != 1 {
+	m.Request(&session.Request{Where: session.Where{Project: "/p/repo"}, Model: "kimi-k2", StopReason: "end_turn", Tokens: session.Tokens{Input: 7}})
+	if r.requests["claude-opus-4-6|none|repo"] != 1 || r.requests["kimi-k2|end_turn|repo"] != 1 {
 		t.Errorf("requests = %v", r.requests)
 	}
 	if r.tokens["claude-opus-4-6|output|repo"] != 12 || r.tokens["claude-opus-4-6|cache_write_1h|repo"] != 5 {
 		t.Errorf("tokens = %v", r.tokens)
 	}
 	if r.unpriced != 7 {
-		t.Errorf("unpriced = %d, want 7 (glm is not in the table)", r.unpriced)
+		t.Errorf("unpriced = %d, want 7 (kimi-k2 is not in the table)", r.unpriced)
 	}
 	want := (1*5 + 12*25 + 3*0.5 + 4*6.25 + 5*10) / 1e6
 	if diff := r.cost - want; diff > 1e-12 || diff < -1e-12 {

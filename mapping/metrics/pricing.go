@@ -82,6 +82,9 @@ type Prices struct {
 	AsOf    string
 	Source  string
 	Models  map[string]*Model
+	// Fallback prices the models this table lacks (a LiteLLM table given
+	// as --pricing.file under the embedded one); nil: none.
+	Fallback *Prices
 }
 
 // Modifiers are what a request says about how it was served that its
@@ -305,24 +308,35 @@ func (r fileRates) rates() (Rates, error) {
 	return Rates{Input: *r.Input, Output: *r.Output, CacheRead: *r.CacheRead, CacheWrite5m: *r.CacheWrite5m, CacheWrite1h: *r.CacheWrite1h}, nil
 }
 
-// NormalizeModel maps the spellings of a model id seen in transcripts
-// (dated ids, gateway spellings such as claude-opus-4.6-1m, provider
-// prefixes such as us.anthropic.) to the form of the price table.
+// NormalizeModel maps the spellings of a model id seen in transcripts to
+// the form of the price table, for the price lookup only (the model label
+// keeps what the transcript says): lower case; a display name's spaces as
+// dashes ("Claude Sonnet 4.6"); dots as dashes (claude-opus-4.6,
+// glm-4.7); a provider or gateway path (anthropic/, zai/), a Bedrock
+// region and vendor prefix (us.anthropic.), a Vertex @version and a
+// Bedrock :revision removed; then the suffixes -vN, [1m], -1m, -latest
+// and a -YYYYMMDD date removed.
 func NormalizeModel(model string) string {
 	m := strings.ToLower(strings.TrimSpace(model))
+	m = strings.Join(strings.Fields(m), "-")
 	if i := strings.LastIndex(m, "/"); i >= 0 {
 		m = m[i+1:]
 	}
 	if i := strings.Index(m, "claude-"); i > 0 {
 		m = m[i:]
 	}
-	if i := strings.Index(m, ":"); i >= 0 {
+	if i := strings.IndexAny(m, ":@"); i >= 0 {
 		m = m[:i]
 	}
 	m = strings.TrimSuffix(m, "[1m]")
 	m = strings.ReplaceAll(m, ".", "-")
-	m = strings.TrimSuffix(m, "-v1")
+	// A Bedrock revision (-v1, -v2): Claude ids never end in a version
+	// of that form (deepseek-v4 does: it stays).
+	if i := strings.LastIndex(m, "-v"); i >= 0 && strings.HasPrefix(m, "claude-") && allDigits(m[i+2:]) {
+		m = m[:i]
+	}
 	m = strings.TrimSuffix(m, "-1m")
+	m = strings.TrimSuffix(m, "-latest")
 	// A trailing -YYYYMMDD date.
 	if i := strings.LastIndex(m, "-"); i >= 0 && len(m)-i-1 == 8 && allDigits(m[i+1:]) {
 		m = m[:i]
@@ -339,12 +353,24 @@ func allDigits(s string) bool {
 	return s != ""
 }
 
-// model returns a model's prices: an exact match after normalisation,
-// else the longest table entry the model extends with a non-version
-// suffix (claude-opus-4-5-thinking matches claude-opus-4-5;
-// claude-opus-5-5 does not match claude-opus-5).
+// model returns a model's prices: from this table, else from its
+// fallback (a LiteLLM table under the embedded one), else nil.
 func (p *Prices) model(model string) *Model {
-	m := NormalizeModel(model)
+	if m := p.own(NormalizeModel(model)); m != nil {
+		return m
+	}
+	if p.Fallback != nil {
+		return p.Fallback.model(model)
+	}
+	return nil
+}
+
+// own returns a normalised model's prices from this table alone: an exact
+// match, else the longest entry the model extends with a suffix that
+// names neither a version (claude-opus-5-5 never takes claude-opus-5) nor
+// another variant of the model (glm-4-7-flash never takes glm-4-7;
+// claude-opus-4-5-thinking takes claude-opus-4-5).
+func (p *Prices) own(m string) *Model {
 	if pm, ok := p.Models[m]; ok {
 		return pm
 	}
@@ -352,11 +378,24 @@ func (p *Prices) model(model string) *Model {
 	bestLen := 0
 	for k, pm := range p.Models {
 		if len(k) > bestLen && len(m) > len(k)+1 && strings.HasPrefix(m, k) && m[len(k)] == '-' &&
-			(m[len(k)+1] < '0' || m[len(k)+1] > '9') {
+			(m[len(k)+1] < '0' || m[len(k)+1] > '9') && !variantSuffix(m[len(k)+1:]) {
 			best, bestLen = pm, len(k)
 		}
 	}
 	return best
+}
+
+// variantSuffix reports whether the suffix after a listed id names
+// another model of the family, priced apart (a smaller, faster or larger
+// variant), rather than a way of calling the same model.
+func variantSuffix(s string) bool {
+	word, _, _ := strings.Cut(s, "-")
+	switch word {
+	case "air", "airx", "flash", "flashx", "lite", "mini", "nano", "turbo", "pro", "plus", "max",
+		"lightning", "highspeed", "x", "coder", "vl", "speciale", "exp":
+		return true
+	}
+	return false
 }
 
 // row is the price in force at t: the last row from on or before t (the
