@@ -21,7 +21,7 @@ import "strings"
 // line is); a quoted delimiter (<<'EOF', <<"EOF", <<\EOF) makes the
 // body plain text, substitutions included.
 //
-// In each simple command, leading variable assignments (A=b), the
+// In each simple command, leading variable assignments (A=b, A+=b), the
 // keywords if, then, else, elif, while, until, do and !, and the
 // wrappers sudo, env, command, exec, time, nohup are skipped; then, with
 // the command named by its last path element (/usr/bin/git is git),
@@ -349,7 +349,7 @@ func matchingParen(s string, i int) int {
 
 // simpleCommandFacts is what one simple command's words do.
 func simpleCommandFacts(w []string) ShellFacts {
-	for len(w) > 0 && (strings.Contains(w[0], "=") && !strings.HasPrefix(w[0], "-") || skipped(w[0])) {
+	for len(w) > 0 && (isAssignment(w[0]) || skipped(w[0])) {
 		w = w[1:]
 	}
 	if len(w) == 0 {
@@ -366,6 +366,22 @@ func simpleCommandFacts(w []string) ShellFacts {
 		}
 	}
 	return 0
+}
+
+// isAssignment tells a variable assignment: NAME=… or NAME+=…, NAME a
+// letter or _ then letters, digits or _.
+func isAssignment(w string) bool {
+	name, _, ok := strings.Cut(w, "=")
+	name = strings.TrimSuffix(name, "+")
+	if !ok || name == "" {
+		return false
+	}
+	for i, c := range []byte(name) {
+		if !(c == '_' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || i > 0 && '0' <= c && c <= '9') {
+			return false
+		}
+	}
+	return true
 }
 
 // skipped tells the words before a command's name: keywords, wrappers
