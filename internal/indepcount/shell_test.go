@@ -1,8 +1,11 @@
 package indepcount
 
 import (
+	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/claude-transcript-exporter/claude-transcript-exporter/internal/testbackend"
 )
 
 // TestShellCounts holds the commit and pull-request rule's shapes: the
@@ -137,5 +140,24 @@ func TestShellCounts(t *testing.T) {
 				t.Errorf("shellCounts(%.80q) = %v, %v; want %v, %v", tc.cmd, commit, pr, tc.commit, tc.pr)
 			}
 		})
+	}
+}
+
+// TestShellTreeCommits counts the synthetic tree of shell shapes
+// (testdata/synthetic/shell): 20 Bash calls, of which these commit: the
+// commit after a <<-'EOF' body, the $(git commit …) of an unquoted body,
+// the commit after echo "<<EOF", the if and until conditions,
+// /usr/bin/git, $HOME/bin/git, the loop over three repositories (one
+// call), the message read from a quoted here-document, and the
+// substitution in double quotes. The failed if git commit does not count,
+// nor any commit in a here-document's body; gh by path opens one pull
+// request.
+func TestShellTreeCommits(t *testing.T) {
+	got, err := Count(filepath.Join(testbackend.RepoRoot(t), "testdata", "synthetic", "shell"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Commits != 10 || got.PullRequestsCreated != 1 {
+		t.Errorf("commits %d, pull requests created %d; want 10, 1", got.Commits, got.PullRequestsCreated)
 	}
 }
