@@ -6,18 +6,22 @@ import (
 	"testing"
 
 	"github.com/claude-transcript-exporter/claude-transcript-exporter/internal/testbackend"
+	"github.com/claude-transcript-exporter/claude-transcript-exporter/mapping/transcript"
 )
 
-// TestShellCounts holds the commit and pull-request rule's shapes: the
-// same as the exporter's (mapping/transcript), read here by this
-// package's own code.
-func TestShellCounts(t *testing.T) {
+// shellCase is a command and what the commit and pull-request rule
+// says it does.
+type shellCase struct {
+	name       string
+	cmd        string
+	commit, pr bool
+}
+
+// shellCases are the rule's shapes: the same as the exporter's
+// (mapping/transcript), read here by this package's own code.
+func shellCases() []shellCase {
 	deep := strings.Repeat(`"$(`, 5000) + "git commit -m x" + strings.Repeat(`)"`, 5000)
-	cases := []struct {
-		name       string
-		cmd        string
-		commit, pr bool
-	}{
+	return []shellCase{
 		{"plain commit", `git commit -m "fix"`, true, false},
 		{"commit message from a quoted here-document in a substitution", `git add -A && git commit -m "$(cat <<'EOF'` + "\nFix the parser\n\nCo-Authored-By: Claude\nEOF\n)\"", true, false},
 		{"git -C before commit", `cd /repo && git -C sub commit -am wip`, true, false},
@@ -133,14 +137,39 @@ func TestShellCounts(t *testing.T) {
 		{"lone double quote in a delimiter", "cat <<\"EOF\ngit commit", false, false},
 		{"lone backslash", "git commit -m x \\", true, false},
 		{"lone dollar", "git commit -m x $", true, false},
-		{"NUL bytes", "git commit -m x\x00; gh pr create", true, true}}
-	for _, tc := range cases {
+		{"NUL bytes", "git commit -m x\x00; gh pr create", true, true},
+	}
+}
+
+func TestShellCounts(t *testing.T) {
+	for _, tc := range shellCases() {
 		t.Run(tc.name, func(t *testing.T) {
 			if commit, pr := shellCounts(tc.cmd); commit != tc.commit || pr != tc.pr {
 				t.Errorf("shellCounts(%.80q) = %v, %v; want %v, %v", tc.cmd, commit, pr, tc.commit, tc.pr)
 			}
 		})
 	}
+}
+
+// FuzzShellRulesAgree checks that this package's reading of a command
+// and the exporter's (transcript.ShellFactsOf) agree on any input: the
+// two are written apart, and the end-to-end test compares their totals.
+func FuzzShellRulesAgree(f *testing.F) {
+	for _, tc := range shellCases() {
+		if len(tc.cmd) <= 4096 {
+			f.Add(tc.cmd)
+		}
+	}
+	f.Fuzz(func(t *testing.T, cmd string) {
+		if len(cmd) > 4096 {
+			return
+		}
+		commit, pr := shellCounts(cmd)
+		facts := transcript.ShellFactsOf(cmd)
+		if commit != (facts&transcript.ShellCommit != 0) || pr != (facts&transcript.ShellPRCreate != 0) {
+			t.Errorf("%q: here commit=%v pr=%v, exporter facts %b", cmd, commit, pr, facts)
+		}
+	})
 }
 
 // TestShellTreeCommits counts the synthetic tree of shell shapes
