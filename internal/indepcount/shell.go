@@ -21,7 +21,7 @@ var (
 	blank    = `[ \t\r]` // what separates words (a newline separates commands)
 	word     = `[^ \t\r\n]`
 	prefix   = `(?:^|[;&|\n(){}])` + blank + `*(?:(?:[A-Za-z_][A-Za-z0-9_]*\+?=` + word + `*|sudo|env|command|exec|time|nohup|if|then|else|elif|while|until|do|!|\$)` + blank + `+)*(?:[^ \t\r\n\x00=;&|(){}<>]*/)?`
-	commitRe = regexp.MustCompile(prefix + `git(?:` + blank + `+(?:-[Cc]|--git-dir|--work-tree|--namespace)` + blank + `+` + word + `+|` + blank + `+-` + word + `+)*` + blank + `+commit(?:` + blank + `[^;&|\n]*)?(?:$|[;&|\n(){}])`)
+	commitRe = regexp.MustCompile(prefix + `git(?:` + blank + `+(?:-[Cc]|--git-dir|--work-tree|--namespace)` + blank + `+` + word + `+|` + blank + `+-` + word + `*)*` + blank + `+commit(?:` + blank + `[^;&|\n]*)?(?:$|[;&|\n(){}])`)
 	prRe     = regexp.MustCompile(prefix + `gh` + blank + `+pr` + blank + `+create(?:` + blank + `|$|[;&|\n(){}])`)
 	dryRunRe = regexp.MustCompile(`(?:^|` + blank + `)--dry-run(?:$|` + blank + `|[;&|\n(){}])`)
 )

@@ -25,6 +25,7 @@ func shellCases() []shellCase {
 		{"plain commit", `git commit -m "fix"`, true, false},
 		{"commit message from a quoted here-document in a substitution", `git add -A && git commit -m "$(cat <<'EOF'` + "\nFix the parser\n\nCo-Authored-By: Claude\nEOF\n)\"", true, false},
 		{"git -C before commit", `cd /repo && git -C sub commit -am wip`, true, false},
+		{"a lone dash before the subcommand is an option", `git - commit -m x`, true, false},
 		{"global options before commit", `git -c user.name=x --no-pager commit --amend --no-edit`, true, false},
 		{"assignment before git", `GIT_AUTHOR_DATE=now git commit -m x`, true, false},
 		{"dry run is no commit", `git commit --dry-run`, false, false},

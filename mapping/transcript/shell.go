@@ -41,10 +41,9 @@ func ShellFactsOf(cmd string) ShellFacts {
 type lexer struct {
 	s      string
 	facts  ShellFacts
-	buf    [16]string
-	words  []string // the current simple command's words
-	start  int      // start of the current word, -1 between words
-	opaque int      // start of the current word's first quoted, escaped or substituted part, -1 if none
+	cmd    simpleCommand // the current simple command
+	start  int           // start of the current word, -1 between words
+	opaque int           // start of the current word's first quoted, escaped or substituted part, -1 if none
 	// pending are the here-documents opened on the current line: their
 	// bodies start at its newline.
 	pending []hereDoc
@@ -61,8 +60,7 @@ type hereDoc struct {
 // closing a $(, '`' closing a backquote, 0 for the end of s) and returns
 // what it does and the index of that stop (len(s) when there is none).
 func lexCommands(s string, i int, stop byte) (ShellFacts, int) {
-	l := &lexer{s: s, start: -1, opaque: -1}
-	l.words = l.buf[:0]
+	l := lexer{s: s, start: -1, opaque: -1}
 	depth := 0 // subshells ( … ) open within a $( … )
 	for ; i < len(s); i++ {
 		c := s[i]
@@ -155,19 +153,18 @@ func (l *lexer) markOpaque(i int) {
 
 func (l *lexer) endWord(i int) {
 	if l.start >= 0 {
-		w := l.s[l.start:i]
 		if l.opaque >= 0 {
-			w = l.s[l.start:l.opaque] + opaqueMark
+			l.cmd.word(l.s[l.start:l.opaque], true)
+		} else {
+			l.cmd.word(l.s[l.start:i], false)
 		}
-		l.words = append(l.words, w)
 	}
 	l.start, l.opaque = -1, -1
 }
 
 func (l *lexer) endCommand(i int) {
 	l.endWord(i)
-	l.facts |= simpleCommandFacts(l.words)
-	l.words = l.words[:0]
+	l.facts |= l.cmd.end()
 }
 
 // substitution reads the command list from i to the stop byte and
@@ -230,7 +227,9 @@ func (l *lexer) hereDocOperator(i int) int {
 	for i < len(s) && (s[i] == ' ' || s[i] == '\t') {
 		i++
 	}
-	var delim strings.Builder
+	var dbuf [32]byte
+	delim := dbuf[:0] // the delimiter without its quoting
+	first := i
 	for ; i < len(s); i++ {
 		c := s[i]
 		if strings.IndexByte(" \t\r\n;&|<>()", c) >= 0 {
@@ -240,7 +239,7 @@ func (l *lexer) hereDocOperator(i int) int {
 		case '\'':
 			h.quoted = true
 			end := closingSingleQuote(s, i)
-			delim.WriteString(s[i+1 : min(end, len(s))])
+			delim = append(delim, s[i+1:min(end, len(s))]...)
 			i = end
 		case '"':
 			h.quoted = true
@@ -248,20 +247,29 @@ func (l *lexer) hereDocOperator(i int) int {
 				if s[i] == '\\' && i+1 < len(s) {
 					i++
 				}
-				delim.WriteByte(s[i])
+				delim = append(delim, s[i])
 			}
 		case '\\':
 			h.quoted = true
 			if i+1 < len(s) {
 				i++
-				delim.WriteByte(s[i])
+				delim = append(delim, s[i])
 			}
 		default:
-			delim.WriteByte(c)
+			delim = append(delim, c)
 		}
 	}
-	if delim.Len() > 0 || h.quoted {
-		h.delim = delim.String()
+	if len(delim) > 0 || h.quoted {
+		// The delimiter's bytes as a slice of s when they are one: a plain
+		// or a single-quoted word, the usual kinds.
+		switch word := s[first:min(i, len(s))]; {
+		case !strings.ContainsAny(word, `'"\`):
+			h.delim = word
+		case len(word) >= 2 && word[0] == '\'' && strings.IndexByte(word[1:], '\'') == len(word)-2:
+			h.delim = word[1 : len(word)-1]
+		default:
+			h.delim = string(delim)
+		}
 		l.pending = append(l.pending, h)
 	}
 	return min(i, len(s))
@@ -304,7 +312,7 @@ func (l *lexer) hereDocBodies(i int) int {
 // bodyFacts is what the command substitutions of an unquoted
 // here-document's body do.
 func bodyFacts(body string) ShellFacts {
-	l := &lexer{s: body, start: -1, opaque: -1}
+	l := lexer{s: body, start: -1, opaque: -1}
 	for j := 0; j < len(body); j++ {
 		switch body[j] {
 		case '\\':
@@ -317,10 +325,6 @@ func bodyFacts(body string) ShellFacts {
 	}
 	return l.facts
 }
-
-// opaqueMark replaces a word's text from its first quoted or escaped
-// part on: "com\x00" for com"mit", "A=\x00" for A="x y" (an assignment).
-const opaqueMark = "\x00"
 
 // closingSingleQuote is the index of the quote that closes the one at i,
 // or len(s) when none does.
@@ -347,25 +351,82 @@ func matchingParen(s string, i int) int {
 	return len(s)
 }
 
-// simpleCommandFacts is what one simple command's words do.
-func simpleCommandFacts(w []string) ShellFacts {
-	for len(w) > 0 && (isAssignment(w[0]) || skipped(w[0])) {
-		w = w[1:]
-	}
-	if len(w) == 0 {
-		return 0
-	}
-	switch w[0][strings.LastIndexByte(w[0], '/')+1:] {
-	case "git":
-		if sub, rest := gitSubcommand(w[1:]); sub == "commit" && !hasWord(rest, "--dry-run") {
-			return ShellCommit
+// simpleCommand reads one simple command's words as they come.
+type simpleCommand struct {
+	step    uint8 // what the next word is (see stepName…)
+	skipArg bool  // the next word is a git global option's argument
+	dryRun  bool  // a --dry-run word came
+}
+
+// The steps of a simple command.
+const (
+	stepName     = iota // before its name: assignments, keywords and wrappers are skipped
+	stepGitSub          // after git: global options, then the subcommand
+	stepCommit          // the words of a git commit
+	stepGhPr            // after gh: pr
+	stepGhCreate        // after gh pr: create
+	stepPRCreate        // gh pr create
+	stepNone            // not a command the exporter counts
+)
+
+// word takes the next word: text is its bytes up to its first quoted,
+// escaped or substituted part, opaque tells there is one. An opaque word
+// is never a name, subcommand or option (but A="x y" is an assignment,
+// and "-x…" an option).
+func (c *simpleCommand) word(text string, opaque bool) {
+	switch c.step {
+	case stepName:
+		switch {
+		case isAssignment(text) || !opaque && skipped(text):
+		case opaque:
+			c.step = stepNone
+		default:
+			switch text[strings.LastIndexByte(text, '/')+1:] {
+			case "git":
+				c.step = stepGitSub
+			case "gh":
+				c.step = stepGhPr
+			default:
+				c.step = stepNone
+			}
 		}
-	case "gh":
-		if len(w) >= 3 && w[1] == "pr" && w[2] == "create" {
-			return ShellPRCreate
+	case stepGitSub:
+		switch {
+		case c.skipArg:
+			c.skipArg = false
+		case strings.HasPrefix(text, "-"):
+			c.skipArg = !opaque && (text == "-C" || text == "-c" || text == "--git-dir" || text == "--work-tree" || text == "--namespace")
+		case !opaque && text == "commit":
+			c.step = stepCommit
+		default:
+			c.step = stepNone
+		}
+	case stepCommit:
+		c.dryRun = c.dryRun || !opaque && text == "--dry-run"
+	case stepGhPr:
+		c.step = stepNone
+		if !opaque && text == "pr" {
+			c.step = stepGhCreate
+		}
+	case stepGhCreate:
+		c.step = stepNone
+		if !opaque && text == "create" {
+			c.step = stepPRCreate
 		}
 	}
-	return 0
+}
+
+// end is what the simple command does, and readies c for the next one.
+func (c *simpleCommand) end() ShellFacts {
+	var f ShellFacts
+	switch {
+	case c.step == stepCommit && !c.dryRun:
+		f = ShellCommit
+	case c.step == stepPRCreate:
+		f = ShellPRCreate
+	}
+	*c = simpleCommand{}
+	return f
 }
 
 // isAssignment tells a variable assignment: NAME=… or NAME+=…, NAME a
@@ -391,30 +452,6 @@ func skipped(w string) bool {
 	case "if", "then", "else", "elif", "while", "until", "do", "!",
 		"sudo", "env", "command", "exec", "time", "nohup", "$":
 		return true
-	}
-	return false
-}
-
-// gitSubcommand skips git's global options (-C <dir>, -c <k=v>,
-// --git-dir=…, --no-pager, …) and returns the subcommand and its words.
-func gitSubcommand(w []string) (string, []string) {
-	for i := 0; i < len(w); i++ {
-		switch {
-		case w[i] == "-C" || w[i] == "-c" || w[i] == "--git-dir" || w[i] == "--work-tree" || w[i] == "--namespace":
-			i++
-		case strings.HasPrefix(w[i], "-"):
-		default:
-			return w[i], w[i+1:]
-		}
-	}
-	return "", nil
-}
-
-func hasWord(w []string, s string) bool {
-	for _, x := range w {
-		if x == s {
-			return true
-		}
 	}
 	return false
 }

@@ -14,6 +14,7 @@ func TestShellFactsOf(t *testing.T) {
 		{"plain commit", `git commit -m "fix"`, ShellCommit},
 		{"commit message from a quoted here-document in a substitution", `git add -A && git commit -m "$(cat <<'EOF'` + "\nFix the parser\n\nCo-Authored-By: Claude\nEOF\n)\"", ShellCommit},
 		{"git -C before commit", `cd /repo && git -C sub commit -am wip`, ShellCommit},
+		{"a lone dash before the subcommand is an option", `git - commit -m x`, ShellCommit},
 		{"global options before commit", `git -c user.name=x --no-pager commit --amend --no-edit`, ShellCommit},
 		{"assignment before git", `GIT_AUTHOR_DATE=now git commit -m x`, ShellCommit},
 		{"dry run is no commit", `git commit --dry-run`, 0},
