@@ -904,39 +904,6 @@ func extension(path string) string {
 	return ext[1:]
 }
 
-// commitRe and prRe find, at the start of a simple command (after ;, &,
-// |, a newline, a bracket or a backquote, and after variable assignments
-// or sudo/env/command/time/nohup), a git commit (git's global options
-// allowed before it) or a gh pr create.
-var (
-	prefix   = `(?:^|[;&|\n(){}\x60])\s*(?:(?:[^\s=;&|]+=\S*|sudo|env|command|time|nohup|\$)\s+)*`
-	commitRe = regexp.MustCompile(prefix + `git(?:\s+(?:-[Cc]|--git-dir|--work-tree|--namespace)\s+\S+|\s+-\S+)*\s+commit(?:\s[^;&|\n]*)?(?:$|[;&|\n)}\x60])`)
-	prRe     = regexp.MustCompile(prefix + `gh\s+pr\s+create(?:\s|$|[;&|\n)}\x60])`)
-)
-
-// quotedRe matches, left to right, a line continuation, a backslash
-// escape, and single- and double-quoted text (to the end when unclosed).
-var quotedRe = regexp.MustCompile(`(?s)\\\n|\\.|'[^']*(?:'|$)|"(?:[^"\\]|\\.)*(?:"|$)`)
-
-// shellCounts tells whether a command commits (not --dry-run) and
-// creates a pull request. Quoted and escaped text first becomes a NUL
-// (a line continuation a blank), so it never is a command word, option
-// or separator.
-func shellCounts(cmd string) (commit, pr bool) {
-	cmd = quotedRe.ReplaceAllStringFunc(cmd, func(q string) string {
-		if q == "\\\n" {
-			return " "
-		}
-		return "\x00"
-	})
-	for _, m := range commitRe.FindAllString(cmd, -1) {
-		if !strings.Contains(m, "--dry-run") {
-			commit = true
-		}
-	}
-	return commit, prRe.MatchString(cmd)
-}
-
 // addRequest counts one request under the winner's model and stop reason.
 func addRequest(t *Totals, w candidate) {
 	t.Requests[w.model]++
