@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -121,8 +122,11 @@ func startServe(t *testing.T, args ...string) (addr string, stop func() string) 
 	port := testbackend.FreePort(t)
 	addr = fmt.Sprintf("127.0.0.1:%d", port)
 	var stderr syncBuffer
-	state := filepath.Join(t.TempDir(), "state")
-	cmd := exec.Command(binary(t), append([]string{"--web.listen-address=" + addr, "--traces.exporter=none", "--state.file=" + state}, args...)...)
+	base := []string{"--web.listen-address=" + addr, "--traces.exporter=none"}
+	if !slices.ContainsFunc(args, func(a string) bool { return strings.HasPrefix(a, "--state.file=") }) {
+		base = append(base, "--state.file="+filepath.Join(t.TempDir(), "state"))
+	}
+	cmd := exec.Command(binary(t), append(base, args...)...)
 	cmd.Stderr = &stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
