@@ -22,16 +22,20 @@ import (
 // paths (also where they are object keys) and git branches. Strings
 // shorter than minLen, and bare tokens (ids, enums, tool names: no space
 // and no slash), are left out: they are not text and cannot be searched
-// for meaningfully. Text that Claude Code writes itself (synthetic API
-// errors) is left out too.
+// for meaningfully, and so are strings without a letter or digit. Text
+// that Claude Code writes itself (synthetic API errors) is left out too.
 func personalStrings(t *testing.T, dir string, minLen int) map[string]string {
 	t.Helper()
 	out := map[string]string{} // string -> where it was found
 	synthetic := map[string]bool{}
 	token := regexp.MustCompile(`^[A-Za-z0-9_.:+<>@-]*$`)
+	// A string without a letter or digit ("# =====", "---") says
+	// nothing anyone could be found by; shell commands keep their
+	// punctuation (fillShell), so such a string may be met again.
+	wordless := regexp.MustCompile(`^[^\pL\pN]*$`)
 	add := func(s, where string) {
 		s = strings.TrimSpace(s)
-		if len(s) >= minLen && !token.MatchString(s) {
+		if len(s) >= minLen && !token.MatchString(s) && !wordless.MatchString(s) {
 			out[s] = where
 		}
 	}
@@ -161,8 +165,20 @@ func keptWhole(s string) bool {
 			return true
 		}
 	}
-	return slashCommand.MatchString(s) ||
+	return slashCommand.MatchString(s) || shellVocabulary(s) ||
 		strings.HasPrefix(s, "<command-name>") && strings.HasSuffix(s, "</command-name>") && len(s) < 64
+}
+
+// shellVocabulary says every word of s is one a shell command keeps
+// (shellWords, the runs of shellOptions, single characters): "git commit
+// --dry-run" is kept whole by design.
+func shellVocabulary(s string) bool {
+	for _, w := range regexp.MustCompile(`[A-Za-z0-9]+`).FindAllString(s, -1) {
+		if len(w) > 1 && !shellWords[w] && !optionRuns[w] {
+			return false
+		}
+	}
+	return true
 }
 
 // searchable is every string of a copy, decoded (keys and values), and the
