@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/claude-transcript-exporter/claude-transcript-exporter/internal/testbackend"
+	"github.com/claude-transcript-exporter/claude-transcript-exporter/mapping/claudedir"
 )
 
 // personalStrings is the independent reader: with encoding/json, it
@@ -278,5 +279,97 @@ func TestNoPersonalTextSurvives(t *testing.T) {
 			}
 			t.Logf("%d personal strings searched, %d found", checked, len(found))
 		})
+	}
+}
+
+// TestWordsInIdsAndNamesAreReplacedAlike covers the personal words that
+// are not text: subagent ids Claude Code builds from a prompt's words (in
+// file names and agentId fields) and custom skill names. They must leave
+// the copy, and each must become the same replacement in every file, so
+// that a subagent's file still matches its parent's Task result; Claude
+// Code's own ids (compaction and aside forks, random hex) and built-in
+// commands stay.
+func TestWordsInIdsAndNamesAreReplacedAlike(t *testing.T) {
+	const (
+		session = "0b9c6a52-1d7e-4a38-9f3e-2c1a8d7e5f10"
+		fork    = "a20261125-payrollbonus-0123456789abcdef"
+		compact = "acompact-3c44c3"
+		aside   = "aside_question-5f3e2a1b"
+	)
+	dir := filepath.Join(t.TempDir(), "claude")
+	project := filepath.Join(dir, "projects", "-home-alice-payroll")
+	files := map[string]string{
+		session + ".jsonl": `{"type":"assistant","uuid":"u1","sessionId":"` + session + `","attributionSkill":"payroll-report","message":{"id":"m1","role":"assistant","content":[{"type":"tool_use","id":"t1","name":"Skill","input":{"skill":"payroll-report"}},{"type":"tool_use","id":"t2","name":"Task","input":{"subagent_type":"general-purpose","prompt":"payroll bonus"}}]}}
+{"type":"user","uuid":"u2","sessionId":"` + session + `","message":{"role":"user","content":"<command-name>/payroll-report</command-name>\n<command-args>bonus</command-args>"},"toolUseResult":{"commandName":"payroll-report"}}
+{"type":"user","uuid":"u3","sessionId":"` + session + `","message":{"role":"user","content":"<command-name>/compact</command-name>"},"toolUseResult":{"agentId":"` + fork + `","status":"completed"}}
+`,
+		session + "/subagents/agent-" + fork + ".jsonl":     `{"type":"user","uuid":"s1","sessionId":"` + session + `","agentId":"` + fork + `","isSidechain":true,"message":{"role":"user","content":"payroll bonus"}}` + "\n",
+		session + "/subagents/agent-" + fork + ".meta.json": `{"agentType":"general-purpose"}`,
+		session + "/subagents/agent-" + compact + ".jsonl":  `{"type":"user","uuid":"c1","sessionId":"` + session + `","agentId":"` + compact + `","isSidechain":true,"message":{"role":"user","content":"x"}}` + "\n",
+		session + "/subagents/agent-" + aside + ".jsonl":    `{"type":"user","uuid":"q1","sessionId":"` + session + `","agentId":"` + aside + `","isSidechain":true,"message":{"role":"user","content":"x"}}` + "\n",
+	}
+	for rel, content := range files {
+		p := filepath.Join(project, filepath.FromSlash(rel))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	dst := filepath.Join(t.TempDir(), "copy")
+	if _, err := Tree(dir, dst, Options{Key: []byte("privacy test")}); err != nil {
+		t.Fatal(err)
+	}
+	var all bytes.Buffer
+	agentFiles := map[string]bool{}
+	err := filepath.WalkDir(dst, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		all.WriteString(p + "\n")
+		if stem := agentFileStem([]byte(d.Name())); stem != nil {
+			agentFiles[string(stem)] = true
+		}
+		data, err := os.ReadFile(p)
+		all.Write(data)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range []string{"payroll", "bonus", "report"} {
+		if strings.Contains(all.String(), w) {
+			t.Errorf("%q survived in the copy:\n%s", w, all.String())
+		}
+	}
+	for _, kept := range []string{compact, aside} {
+		if !agentFiles[kept] || !strings.Contains(all.String(), `"agentId":"`+kept+`"`) {
+			t.Errorf("Claude Code's own fork id %s was replaced: %v", kept, agentFiles)
+		}
+	}
+	if !strings.Contains(all.String(), "<command-name>/compact</command-name>") {
+		t.Errorf("the built-in /compact was replaced")
+	}
+	// The fork: one replacement, in its file names and every agentId.
+	ids := regexp.MustCompile(`"agentId":"(a20261125-[A-Za-z0-9]+-0123456789abcdef)"`).FindAllStringSubmatch(all.String(), -1)
+	if len(ids) != 2 || ids[0][1] != ids[1][1] || !agentFiles[ids[0][1]] || len(agentFiles) != 3 {
+		t.Errorf("the fork's id is not replaced alike in its files and fields (random parts kept): ids %v, files %v", ids, agentFiles)
+	}
+	// The skill: one replacement in attributionSkill, the Skill call,
+	// the command header and commandName.
+	names := regexp.MustCompile(`"(?:attributionSkill|skill|commandName)":"([^"]+)"|<command-name>/([^<]+)</command-name>`).FindAllStringSubmatch(all.String(), -1)
+	seen := map[string]int{}
+	for _, m := range names {
+		seen[m[1]+m[2]]++
+	}
+	delete(seen, "compact")
+	if len(seen) != 1 {
+		t.Errorf("the custom skill has %d replacements, want 1: %v", len(seen), seen)
+	}
+	for n, count := range seen {
+		if count != 4 || len(n) != len("payroll-report") || claudedir.IsBuiltinCommand(n) {
+			t.Errorf("skill replaced as %q %d times, want 4 of the same shape", n, count)
+		}
 	}
 }
