@@ -134,7 +134,9 @@ func TestShellCopiesAnswerEveryWordQuestionAlike(t *testing.T) {
 		if len(got) != len(cmd) {
 			t.Fatalf("length %d, want %d: %q", len(got), len(cmd), got)
 		}
-		skeleton := func(s string) string { return word.ReplaceAllStringFunc(s, func(w string) string { return strings.Repeat("a", len(w)) }) }
+		skeleton := func(s string) string {
+			return word.ReplaceAllStringFunc(s, func(w string) string { return strings.Repeat("a", len(w)) })
+		}
 		if skeleton(got) != skeleton(cmd) {
 			t.Errorf("punctuation moved:\n  %q\n  %q", got, cmd)
 		}
