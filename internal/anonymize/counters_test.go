@@ -198,3 +198,31 @@ func TestPullRequestsStayOneOrMany(t *testing.T) {
 		t.Errorf("pull requests %q, %q, %q", link, other, otherNumber)
 	}
 }
+
+func TestAgentIdsKeepRandomPartsOnly(t *testing.T) {
+	cases := []struct {
+		id   string
+		kept bool
+	}{
+		{"a1b2c3d", true},
+		{"aacfadc", true}, // "a" + 7 hex letters: random
+		{"a0123456789abcdef", true},
+		{"5e9a01b2", true},
+		{"acompact-3c44c3", true},
+		{"aprompt_suggestion-0a1b2c", true},
+		{"aside_question-5f3e2a1b", true},
+		{"acafe-0123456789abcdef", false}, // a name: "acafe" is too short for random hex
+		{"a20261125-1600moxamox-0123456789abcdef", false},
+		{"areviewer-0123456789abcdef", false},
+	}
+	for _, tc := range cases {
+		b := []byte(tc.id)
+		New([]byte("k")).fillID(b)
+		if got := string(b) == tc.id; got != tc.kept {
+			t.Errorf("%s became %s, kept %v, want %v", tc.id, b, got, tc.kept)
+		}
+		if len(b) != len(tc.id) || b[0] != 'a' && tc.id[0] == 'a' {
+			t.Errorf("%s became %s: not the same shape", tc.id, b)
+		}
+	}
+}

@@ -23,7 +23,7 @@ var internalAgentWords = map[string]bool{
 }
 
 // fillID replaces the runs of a subagent id (raw string content or a file
-// name stem) that are not random: a run of hex digits holding a digit is
+// name stem) that are not random: a run of hex digits (isRandomHex) is
 // random and stays, as do the words of Claude Code's internal fork ids;
 // every other run goes through the key (a leading "a", which Claude Code
 // puts before every id, stays).
@@ -52,9 +52,12 @@ func (a *Anonymizer) fillID(s []byte) {
 }
 
 // isRandomHex says a run looks random: hex digits, at least one of them a
-// decimal digit (a word such as "cafe" or "decade" is not random).
+// decimal digit or at least 7 of them (Claude Code's "a" + 6 hex ids may
+// be letters only: "aacfadc"); a shorter word such as "cafe" or "decade"
+// is not random. A name of 7 or more of the letters a to f is taken for
+// random and kept.
 func isRandomHex(run []byte) bool {
-	digit := false
+	digit := len(run) >= 7
 	for _, c := range run {
 		switch {
 		case c >= '0' && c <= '9':
