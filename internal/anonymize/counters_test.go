@@ -208,6 +208,7 @@ func TestAgentIdsKeepRandomPartsOnly(t *testing.T) {
 		{"aacfadc", true}, // "a" + 7 hex letters: random
 		{"a0123456789abcdef", true},
 		{"5e9a01b2", true},
+		{"03dba5be-eb42-416a-84ff-abcdefabcdef", true}, // a session id
 		{"acompact-3c44c3", true},
 		{"aprompt_suggestion-0a1b2c", true},
 		{"aside_question-5f3e2a1b", true},

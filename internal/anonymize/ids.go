@@ -28,6 +28,9 @@ var internalAgentWords = map[string]bool{
 // every other run goes through the key (a leading "a", which Claude Code
 // puts before every id, stays).
 func (a *Anonymizer) fillID(s []byte) {
+	if isUUID(s) {
+		return // a session id (todos/<session>-agent-<session>.json)
+	}
 	first := true
 	for i := 0; i < len(s); {
 		j := runEnd(s, i, len(s))
@@ -189,4 +192,24 @@ func isDigits(b []byte) bool {
 		}
 	}
 	return len(b) > 0
+}
+
+// isUUID says s is a UUID (8-4-4-4-12 hex digits).
+func isUUID(s []byte) bool {
+	if len(s) != 36 {
+		return false
+	}
+	for i, c := range s {
+		switch i {
+		case 8, 13, 18, 23:
+			if c != '-' {
+				return false
+			}
+		default:
+			if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F') {
+				return false
+			}
+		}
+	}
+	return true
 }

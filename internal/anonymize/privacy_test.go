@@ -308,6 +308,8 @@ func TestWordsInIdsAndNamesAreReplacedAlike(t *testing.T) {
 		session + "/subagents/agent-" + compact + ".jsonl":  `{"type":"user","uuid":"c1","sessionId":"` + session + `","agentId":"` + compact + `","isSidechain":true,"message":{"role":"user","content":"x"}}` + "\n",
 		session + "/subagents/agent-" + aside + ".jsonl":    `{"type":"user","uuid":"q1","sessionId":"` + session + `","agentId":"` + aside + `","isSidechain":true,"message":{"role":"user","content":"x"}}` + "\n",
 	}
+	files["../../todos/"+session+"-agent-"+fork+".json"] = `[{"content":"x","status":"pending"}]`
+	files["../../todos/"+session+"-agent-"+session+".json"] = `[]`
 	for rel, content := range files {
 		p := filepath.Join(project, filepath.FromSlash(rel))
 		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
@@ -351,9 +353,11 @@ func TestWordsInIdsAndNamesAreReplacedAlike(t *testing.T) {
 	if !strings.Contains(all.String(), "<command-name>/compact</command-name>") {
 		t.Errorf("the built-in /compact was replaced")
 	}
-	// The fork: one replacement, in its file names and every agentId.
+	// The fork: one replacement, in its file names (its todos too) and
+	// every agentId; a session's own todo file keeps its name.
 	ids := regexp.MustCompile(`"agentId":"(a20261125-[A-Za-z0-9]+-0123456789abcdef)"`).FindAllStringSubmatch(all.String(), -1)
-	if len(ids) != 2 || ids[0][1] != ids[1][1] || !agentFiles[ids[0][1]] || len(agentFiles) != 3 {
+	if len(ids) != 2 || ids[0][1] != ids[1][1] || !agentFiles[ids[0][1]] || len(agentFiles) != 3 ||
+		!strings.Contains(all.String(), session+"-agent-"+ids[0][1]+".json") || !strings.Contains(all.String(), session+"-agent-"+session+".json") {
 		t.Errorf("the fork's id is not replaced alike in its files and fields (random parts kept): ids %v, files %v", ids, agentFiles)
 	}
 	// The skill: one replacement in attributionSkill, the Skill call,
