@@ -58,7 +58,7 @@ func (a *Anonymizer) fillShell(s []byte) {
 		}
 		run := s[start:end]
 		switch {
-		case end-start == 1 || shellWords[string(run)] || delims[string(run)] || shellOptions[shellWord(s, dec, pos, k)]:
+		case end-start == 1 || shellWords[string(run)] || delims[string(run)] || optionRuns[string(run)] && shellOptions[shellWord(s, dec, pos, k)]:
 		case text[k]:
 			for i := start; i < end; i++ {
 				s[i] = 'x'
