@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/claude-transcript-exporter/claude-transcript-exporter/internal/testbackend"
+	"github.com/claude-transcript-exporter/claude-transcript-exporter/mapping/claudedir"
 )
 
 // anonymizeCLI runs the real claude-transcript-anonymize command.
@@ -34,11 +35,13 @@ func anonymizeCLI(t *testing.T, args ...string) string {
 	return string(out)
 }
 
-// counters is a oneshot exposition as sample -> value, without the
-// exporter's own timings and build info. With the project label dropped
-// (mergeProjects), samples that differ only by project are listed apart
-// but unnamed, so that two trees whose projects are named differently
-// compare equal when their projects hold the same counts.
+// counters is a oneshot exposition as sample -> value: every family the
+// exporter serves, usage and its own, without its timings and build info.
+// With the project label dropped (mergeProjects), samples that differ only
+// by project are listed apart but unnamed, so that two trees whose
+// projects are named differently compare equal when their projects hold
+// the same counts; custom skill names, which the copy replaces, are
+// compared so too.
 func counters(t *testing.T, dir string, mergeProjects bool) []string {
 	t.Helper()
 	label := "none"
@@ -51,19 +54,18 @@ func counters(t *testing.T, dir string, mergeProjects bool) []string {
 		if strings.Contains(name, "build_info") || strings.Contains(name, "duration_seconds") || strings.Contains(name, "state_file_age") {
 			continue
 		}
-		// The anonymizer rewrites patch lines, shell commands and some
-		// file names: lines of code, commits and the language of edits
-		// are counts of the text each tree holds.
-		if strings.Contains(name, "lines_of_code") || strings.Contains(name, "commits_total") ||
-			strings.Contains(name, "pull_requests_total") || strings.Contains(name, "code_edit_decisions") {
-			continue
-		}
 		for _, m := range mf.GetMetric() {
 			var ls []string
 			for _, lp := range m.GetLabel() {
 				v := lp.GetValue()
 				if lp.GetName() == "project" && mergeProjects {
 					v = "P"
+				}
+				// Custom skill names are replaced through the key
+				// (built-in ones, none and other stay): compared by
+				// their counts, like projects.
+				if lp.GetName() == "skill" && v != "none" && v != "other" && !claudedir.IsBuiltinCommand(v) {
+					v = "S"
 				}
 				ls = append(ls, lp.GetName()+"="+v)
 			}
@@ -164,11 +166,12 @@ func sameLines(t *testing.T, what string, got, want []string) {
 }
 
 // TestAnonymizedCorpusCountsLikeItsSource checks that anonymizing loses
-// nothing the exporter counts: tokens by model and type, requests, cost,
-// tool calls by outcome, compactions, subagents, sessions, decode errors,
-// per project (projects compared by their counts, as their names are
-// filled) and without the label, and every span of every trace (ids,
-// parents, names, times). It compares each in-repo tree with a copy of it
+// nothing the exporter counts: every family it serves (tokens, requests,
+// cost, tool calls, lines of code and edit decisions by language, commits,
+// pull requests, compactions, subagents by spender, sessions, slash
+// commands, todos, tasks, decode errors, ...), without the project label
+// and per project (projects compared by their counts, as their names are
+// filled), and every span of every trace (ids, parents, names, times). It compares each in-repo tree with a copy of it
 // anonymized again by the real command with a random key, and, where the
 // original corpus is present (the optional extra corpus), with the
 // original tree it was made from.

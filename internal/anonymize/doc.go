@@ -30,6 +30,20 @@
 //     two sessions in one project stay in one project, the project label
 //     (the basename of cwd) stays distinct per project, and the encoded
 //     project folder names map the same way, so they still match their cwd.
+//   - What the counters read inside filled text stays: the first byte
+//     of a structuredPatch line (+, -, space: lines of code), newlines
+//     (line counts of edited text), a path's extension and the names
+//     Makefile and Dockerfile (the language label), job states, and in a
+//     shell command every byte that is not a word plus the words the
+//     commit and pull-request rules compare with (shell.go); the other
+//     words of a command are replaced, through the key outside quotes.
+//     Pull request URLs keep their number and map case-insensitively.
+//   - Ids that are not random (subagent ids built from a name or from the
+//     words of a prompt, in file names and agentId fields) and custom
+//     skill and command names are replaced through the key, the same in
+//     every file; random hex, Claude Code's own fork prefixes (acompact,
+//     aprompt_suggestion, aside_question) and built-in commands stay
+//     (ids.go).
 //   - Object keys that are not identifiers (the file paths that key
 //     file-history snapshots) are filled like paths, injectively, so an
 //     object never gets two equal keys.

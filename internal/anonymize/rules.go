@@ -8,6 +8,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/claude-transcript-exporter/claude-transcript-exporter/mapping/claudedir"
+	"github.com/claude-transcript-exporter/claude-transcript-exporter/mapping/metrics"
 )
 
 // Stats counts what a transform did.
@@ -38,19 +39,23 @@ func (s *Stats) Add(o Stats) {
 // it has mapped, so one Anonymizer must see a whole tree for the mapping to
 // be consistent across files. It is not safe for concurrent use.
 type Anonymizer struct {
-	key   []byte
-	runs  map[string]string
-	used  map[string]struct{}
-	p     parser
-	stats Stats
+	key       []byte
+	runs      map[string]string
+	used      map[string]struct{}
+	names     map[string]string // skill and command names (fillName)
+	usedNames map[string]struct{}
+	p         parser
+	stats     Stats
 }
 
 // New returns an Anonymizer whose path filler is keyed by key.
 func New(key []byte) *Anonymizer {
 	return &Anonymizer{
-		key:  append([]byte(nil), key...),
-		runs: make(map[string]string),
-		used: make(map[string]struct{}),
+		key:       append([]byte(nil), key...),
+		runs:      make(map[string]string),
+		used:      make(map[string]struct{}),
+		names:     make(map[string]string),
+		usedNames: make(map[string]struct{}),
 	}
 }
 
@@ -145,17 +150,25 @@ var keepAnywhere = map[string]bool{
 	"session_id": true, "parentUuid": true, "leafUuid": true, "logicalParentUuid": true,
 	"messageId": true, "requestId": true, "tool_use_id": true, "toolUseID": true,
 	"toolUseId": true, "parentToolUseID": true, "sourceToolUseID": true,
-	"sourceToolAssistantUUID": true, "agentId": true, "taskId": true, "task_id": true,
+	"sourceToolAssistantUUID": true, "taskId": true, "task_id": true,
 	"backgroundTaskId": true, "promptId": true, "timestamp": true, "backupTime": true,
 	"created": true, "modified": true, "subagent_type": true, "agentType": true,
 	"trigger": true, "service_tier": true, "speed": true, "inference_geo": true,
 	"hookEvent": true, "hookName": true, "tool_name": true, "kind": true,
 	"contentHash": true, "backupFileName": true, "cache_miss_reason": true,
-	"addedTypes": true, "attributionAgent": true, "attributionSkill": true,
+	"addedTypes": true, "attributionAgent": true,
 	"attributionPlugin": true, "attributionMcpServer": true, "attributionMcpTool": true,
 	"effort": true, "version": true, "userType": true, "entrypoint": true,
 	"permissionMode": true, "operation": true, "level": true, "slug": true,
+	"edit_mode": true,
 }
+
+// nameKeys hold a skill or slash command name: built-in ones are kept,
+// custom ones replaced through the key (fillName).
+var nameKeys = map[string]bool{"attributionSkill": true, "skill": true, "commandName": true}
+
+// urlKeys hold a pull request's URL or repository (pr-link records).
+var urlKeys = map[string]bool{"prUrl": true, "prRepository": true}
 
 // keepInRecord are kept only at a record's top level, where the exporter
 // reads them; elsewhere the same names hold free text.
@@ -181,10 +194,45 @@ func (a *Anonymizer) str(b []byte, start, end int, c ctx) {
 		// Claude Code's own words; a parenthesis may hold the user's
 		// time zone ("resets 4pm (Europe/Paris)") and is filled.
 		a.stats.Kept++
-		fillParens(s)
+		a.fillParens(s)
 		return
 	case keepAnywhere[c.key] && isToken(s, c.key == "model"):
 		a.stats.Kept++
+		return
+	case c.key == "agentId" && isToken(s, false):
+		a.stats.Kept++
+		a.fillID(s)
+		return
+	case nameKeys[c.key] && isToken(s, false):
+		a.stats.Kept++
+		a.fillName(s)
+		return
+	case c.key == "state" && claudedir.Enum(string(s)) == string(s):
+		// A background job's state (jobs/<id>/state.json, timeline).
+		a.stats.Kept++
+		return
+	case c.key == "lines" && len(s) > 0 && (s[0] == '+' || s[0] == '-' || s[0] == ' '):
+		// A structuredPatch line: its prefix says added, removed or
+		// context, which lines of code count.
+		a.stats.Text++
+		a.fillText(s[1:])
+		return
+	case c.key == "command" && utf8.Valid(s):
+		// A shell command: its words decide commits and pull requests.
+		a.stats.Paths++
+		a.fillShell(s)
+		return
+	case urlKeys[c.key] && utf8.Valid(s):
+		a.stats.Paths++
+		a.fillURL(s)
+		return
+	case c.key == "stdout" && bytes.Contains(s, []byte("/pull/")):
+		// A shell call's output: text, but a pull request URL in it
+		// tells a new pull request from one seen before.
+		orig := append([]byte(nil), s...)
+		a.stats.Text++
+		a.fillText(s)
+		a.fillPRURLs(s, orig)
 		return
 	case c.inRecord && keepInRecord[c.key] && isPhrase(s):
 		a.stats.Kept++
@@ -198,7 +246,7 @@ func (a *Anonymizer) str(b []byte, start, end int, c ctx) {
 		// slash ("/lorem"); the rest is filled.
 		n := commandPrefix(s)
 		a.stats.Kept++
-		fillText(s[n:])
+		a.fillText(s[n:])
 		return
 	case pathKeys[c.key] && utf8.Valid(s):
 		a.stats.Paths++
@@ -206,7 +254,7 @@ func (a *Anonymizer) str(b []byte, start, end int, c ctx) {
 		return
 	}
 	a.stats.Text++
-	fillText(s)
+	a.fillText(s)
 }
 
 // commandPrefix returns, for a text that starts with a slash command, the
@@ -306,7 +354,11 @@ var markers = []string{
 // lorem filler of the same byte length, keeping leading white space, a
 // leading marker, escaped newlines, tabs and carriage returns, lone
 // surrogates and control escapes, and turning invalid UTF-8 into 0xFF.
-func fillText(s []byte) {
+//
+// A slash command header keeps its name: a built-in one as it is, a custom
+// one (a skill, a project command) replaced through the key (fillName), so
+// that the copy's commands stay apart and none becomes a built-in one.
+func (a *Anonymizer) fillText(s []byte) {
 	i := 0
 	for i < len(s) && (s[i] == ' ' || s[i] == '\\' && i+1 < len(s) && (s[i+1] == 'n' || s[i+1] == 't' || s[i+1] == 'r')) {
 		if s[i] == ' ' {
@@ -324,6 +376,8 @@ func fillText(s []byte) {
 	if best > 0 && string(s[i:i+best]) == "<command-name>" {
 		// Keep a slash command's name: "<command-name>/compact</command-name>".
 		if j := bytes.Index(s[i+best:], []byte("</command-name>")); j > 0 && j <= 64 && isToken(bytes.TrimPrefix(s[i+best:i+best+j], []byte("/")), false) {
+			cmd := bytes.TrimPrefix(s[i+best:i+best+j], []byte("/"))
+			a.fillName(cmd)
 			best += j + len("</command-name>")
 		}
 	}
@@ -392,26 +446,69 @@ func hex4(h []byte) rune {
 
 // fillPath replaces every run of letters, digits and non-ASCII in s (raw
 // string content) with its keyed filler, keeping separators, escapes of
-// punctuation, and a short lowercase extension at the end.
+// punctuation, what the language of an edit is told by (keptName: the
+// extension, a Makefile's or Dockerfile's name) and nothing else.
 func (a *Anonymizer) fillPath(s []byte) {
-	end := len(s)
-	if dot := bytes.LastIndexByte(s, '.'); dot > 0 && dot < len(s)-1 && len(s)-dot-1 <= 6 && isLowerAlnum(s[dot+1:]) {
-		end = dot
+	base := 0
+	if k := bytes.LastIndexAny(s, `/\`); k >= 0 {
+		base = k + 1
 	}
+	keepFrom, keepTo := keptName(s[base:])
+	keepFrom += base
+	keepTo += base
 	i := 0
-	for i < end {
-		j := runEnd(s, i, end)
+	for i < len(s) {
+		j := runEnd(s, i, len(s))
 		if j == i {
-			if s[i] == '\\' && i+1 < end {
+			if s[i] == '\\' && i+1 < len(s) {
 				i += 2 // an escaped separator (\\, \/) or white space
 			} else {
 				i++
 			}
 			continue
 		}
-		copy(s[i:j], a.mapRun(s[i:j]))
+		if i < keepFrom || i >= keepTo {
+			copy(s[i:j], a.mapRun(s[i:j]))
+		}
 		i = j
 	}
+}
+
+// wellKnownNames are the file names the exporter tells a language by
+// (transcript.ExtOf), lower-case.
+var wellKnownNames = []string{"dockerfile", "makefile", "gnumakefile"}
+
+// keptName returns the part of a path's last element [from, to) that
+// fillPath keeps: a Makefile's or Dockerfile's name ("Dockerfile" of
+// "Dockerfile.prod" too), and the extension when it is short (at most 6
+// letters and digits) or one the language table names (".properties",
+// ".markdown"): the language label of lines of code and edit decisions is
+// read from them. An empty range keeps nothing.
+func keptName(name []byte) (from, to int) {
+	lower := bytes.ToLower(name)
+	for _, w := range wellKnownNames {
+		if string(lower) == w || w == "dockerfile" && bytes.HasPrefix(lower, []byte("dockerfile.")) {
+			return 0, len(name)
+		}
+	}
+	dot := bytes.LastIndexByte(name, '.')
+	if dot < 0 || dot == len(name)-1 {
+		return 0, 0
+	}
+	ext := name[dot+1:]
+	if !isAlnum(ext) || len(ext) > 16 || len(ext) > 6 && metrics.LanguageOf(string(bytes.ToLower(ext))) == metrics.OtherValue {
+		return 0, 0
+	}
+	return dot + 1, len(name)
+}
+
+func isAlnum(s []byte) bool {
+	for _, c := range s {
+		if !isWordByte(c) {
+			return false
+		}
+	}
+	return true
 }
 
 // runEnd returns the end of the run of word bytes starting at i: ASCII
@@ -431,15 +528,6 @@ func runEnd(s []byte, i, end int) int {
 	return i
 }
 
-func isLowerAlnum(s []byte) bool {
-	for _, c := range s {
-		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9') {
-			return false
-		}
-	}
-	return true
-}
-
 const runAlphabet = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
 
 // mapRun returns the filler of a run: the same for the same run, different
@@ -451,7 +539,8 @@ func (a *Anonymizer) mapRun(run []byte) string {
 	var f string
 	for attempt := uint32(0); ; attempt++ {
 		f = a.derive(run, attempt)
-		if _, taken := a.used[f]; !taken || attempt == 255 {
+		// Never a word the shell rules compare with (fillShell).
+		if _, taken := a.used[f]; !taken && !shellWords[f] && !optionRuns[f] || attempt == 255 {
 			break
 		}
 	}
@@ -480,7 +569,7 @@ func (a *Anonymizer) derive(run []byte, attempt uint32) string {
 }
 
 // fillParens fills what stands between parentheses.
-func fillParens(s []byte) {
+func (a *Anonymizer) fillParens(s []byte) {
 	for i := 0; i < len(s); i++ {
 		if s[i] != '(' {
 			continue
@@ -491,7 +580,7 @@ func fillParens(s []byte) {
 		}
 		// '(' and ')' are never part of an escape, so the inside is
 		// whole escapes only.
-		fillText(s[i+1 : i+1+j])
+		a.fillText(s[i+1 : i+1+j])
 		i += j
 	}
 }

@@ -104,6 +104,19 @@ func Tree(src, dst string, opts Options) (Result, error) {
 			a.fillPath(name)
 			parts[1] = string(name)
 		}
+		if stem := agentFileStem([]byte(parts[len(parts)-1])); stem != nil {
+			// A subagent's id, which its agentId fields hold too.
+			name := []byte(parts[len(parts)-1])
+			a.fillID(name[len("agent-") : len("agent-")+len(stem)])
+			parts[len(parts)-1] = string(name)
+		} else if i := strings.Index(parts[len(parts)-1], "-agent-"); parts[0] == "todos" && i >= 0 {
+			// todos/<session>-agent-<agent id>.json: the same id.
+			name := []byte(parts[len(parts)-1])
+			if stem := agentFileStem(name[i+1:]); stem != nil {
+				a.fillID(stem)
+			}
+			parts[len(parts)-1] = string(name)
+		}
 		out := filepath.Join(dst, filepath.FromSlash(strings.Join(parts, "/")))
 		return a.file(path, out, strings.HasSuffix(d.Name(), ".jsonl"))
 	})

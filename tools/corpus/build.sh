@@ -38,13 +38,18 @@ Claude Code wrote on someone's machine and that were committed to a public repos
 
 What was replaced, in every file: prompts, responses, thinking, tool input and output, file contents,
 titles, summaries, todo and task text, URLs, queries, e-mail addresses, host and user names; paths,
-working directories, encoded project folder names and git branches are filled run by run (the same
-name always gives the same filler, so projects stay apart). Every string keeps its byte length, so
+working directories, encoded project folder names, git branches, the arguments of shell commands,
+subagent ids built from words and custom skill names are filled run by run (the same name always
+gives the same filler, so projects, subagents and skills stay apart and linked). Every string keeps its byte length, so
 every line and file keeps its size. What was kept: record types and subtypes, ids and `parentUuid`
 links, timestamps, versions, models, usage numbers, stop reasons, tool names, `is_error`, agent types,
 subagent files and `.meta.json`, compaction metadata, enums, the markers Claude Code writes itself
 (`<command-name>`, `[Request interrupted by user`, `Warmup`, ...) and the text of its own API error
-and limit notices (parentheses filled). Malformed lines stay malformed for the same reason.
+and limit notices (parentheses filled), and what the counters read inside filled text: patch-line
+`+`/`-` prefixes and newlines, file extensions and `Makefile`/`Dockerfile` names, job states, the
+shell words of the commit and pull-request rules with every quote and operator. Every family the
+exporter serves counts the same on a folder as on its original (custom skill names aside, which are
+replaced). Malformed lines stay malformed for the same reason.
 
 Run the exporter on one folder with `--claude.dir=testdata/corpus/<name>`.
 HEAD
