@@ -56,7 +56,13 @@ func (x *issued) Session(u *session.Session) {
 		x.timeless++
 	}
 }
-func (x *issued) Turn(u *session.Turn) { x.turns++; x.timed[u.SessionID] = true }
+func (x *issued) Turn(u *session.Turn) {
+	if u.Again {
+		return // a turn's later active time: no span of its own
+	}
+	x.turns++
+	x.timed[u.SessionID] = true
+}
 func (x *issued) Request(u *session.Request) {
 	x.timed[u.SessionID] = true
 	x.requests++
