@@ -159,7 +159,10 @@ type reqState struct {
 	stop      string
 	start     time.Time
 	end       time.Time
-	lastSeen  time.Time
+	// first is the time of the request's first line read (where ccusage
+	// places its usage entry).
+	first    time.Time
+	lastSeen time.Time
 	// complete is set by a line with a stop reason: the response has
 	// ended, so the request need not wait for the settle time.
 	complete  bool
@@ -545,6 +548,9 @@ func (a *Assembler) assistant(c *ctxState, r *transcript.Record, now time.Time) 
 			if st.start.IsZero() {
 				st.start = r.Timestamp
 			}
+			if st.first.IsZero() {
+				st.first = r.Timestamp
+			}
 		}
 		if better(m.Usage.Output, m.Usage.Total(), st.usage.Output, st.usage.Total()) {
 			st.model, st.usage, st.stop = m.Model, m.Usage, m.StopReason
@@ -591,7 +597,7 @@ func (a *Assembler) assistant(c *ctxState, r *transcript.Record, now time.Time) 
 			}
 			break
 		}
-		st = &reqState{seq: a.next(), where: a.where(c), msgID: m.ID, start: r.Timestamp, end: r.Timestamp}
+		st = &reqState{seq: a.next(), where: a.where(c), msgID: m.ID, start: r.Timestamp, end: r.Timestamp, first: r.Timestamp}
 		if p, ok := c.lookup(r.ParentUUID); ok && !p.t.IsZero() && (r.Timestamp.IsZero() || !p.t.After(r.Timestamp)) {
 			st.start = p.t
 		}
@@ -695,7 +701,7 @@ func (a *Assembler) synthetic(c *ctxState, r *transcript.Record) {
 		return
 	}
 	kind := SyntheticKind(r)
-	a.sink.APIError(&APIError{Where: a.where(c), ID: key, Kind: kind, Status: r.APIErrorStatus, Time: r.Timestamp, Text: r.Message.Text})
+	a.sink.APIError(&APIError{Where: a.where(c), ID: key, Kind: kind, Status: r.APIErrorStatus, Time: r.Timestamp, Text: r.Message.Text, Head: r.Message.TextHead})
 	c.remember(r.UUID, r.Timestamp, "")
 }
 
@@ -1051,6 +1057,7 @@ func (a *Assembler) emitRequest(st *reqState) {
 		CacheMissTokens: st.cacheMissTokens,
 		Start:           st.start,
 		End:             end,
+		First:           st.first,
 		Interrupted:     st.interrupt,
 		ToolUseIDs:      st.toolIDs,
 		Text:            st.text,

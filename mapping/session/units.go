@@ -173,6 +173,9 @@ type Request struct {
 	// Start is the time of the record that triggered the request (its
 	// parent), End the time of its last line.
 	Start, End time.Time
+	// First is the time of the request's first line read (zero when
+	// unknown): where usage-block tools (ccusage) place the request.
+	First time.Time
 	// Interrupted is set when the user interrupted this request.
 	Interrupted bool
 	ToolUseIDs  []string
@@ -337,6 +340,10 @@ type APIError struct {
 	Time   time.Time
 	// Text is the notice text, capture only.
 	Text string
+	// Head is the start of the notice text (at most
+	// transcript.TextHeadMax bytes), always set for <synthetic> lines:
+	// Claude Code's own wording, which limit notices are read from.
+	Head string
 }
 
 // Sink receives units. Methods are called synchronously from Add and
