@@ -40,6 +40,9 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger, stdout io.Writer)
 		return &StartError{err}
 	}
 	now := time.Now
+	if cfg.Now != nil {
+		now = cfg.Now
+	}
 	if !cfg.Oneshot && cfg.StateFile != "" {
 		// One exporter per state file (and so per spool beside it): two
 		// would overwrite each other's counters.
@@ -83,7 +86,7 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger, stdout io.Writer)
 	self.PricingInfo.WithLabelValues(prices.AsOf, pricesFrom, strconv.Itoa(prices.Version)).Set(1)
 	projectLabel, _ := metrics.ParseProjectLabel(cfg.ProjectLabel)
 	mapper := metrics.NewMapper(metrics.Config{Project: projectLabel, Prices: prices,
-		MaxAttribution: cfg.AttributionLimit}, usage)
+		MaxAttribution: cfg.AttributionLimit, LimitZone: time.Local}, usage)
 	claudeFiles := newFilesStage(&cfg, reg, mapper)
 
 	// Traces.

@@ -912,7 +912,7 @@ func (a *Assembler) system(c *ctxState, r *transcript.Record) {
 		if r.UUID != "" && !a.firstSeen(keyError, r.UUID) {
 			return
 		}
-		a.sink.APIError(&APIError{Where: a.where(c), ID: r.UUID, Kind: "retry", Time: r.Timestamp})
+		a.sink.APIError(&APIError{Where: a.where(c), ID: r.UUID, Kind: KindRetry, Time: r.Timestamp})
 	}
 	c.remember(r.UUID, r.Timestamp, "")
 }

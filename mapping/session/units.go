@@ -329,6 +329,10 @@ type Compaction struct {
 	Time      time.Time
 }
 
+// KindRetry is the APIError kind of a retried request (an api_error
+// system record).
+const KindRetry = "retry"
+
 // APIError is an API error, a limit notice or a retry, read from
 // <synthetic> lines and system records.
 type APIError struct {
