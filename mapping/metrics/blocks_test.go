@@ -15,7 +15,7 @@ func TestRequestIsABlockEntryAtItsFirstLine(t *testing.T) {
 	first := time.Date(2026, 1, 10, 9, 59, 58, 0, time.UTC)
 	m.Request(&session.Request{Model: "claude-sonnet-4-5-20250929", Tokens: session.Tokens{Input: 10, Output: 20, CacheRead: 30},
 		Advisor: []session.ModelTokens{{Model: "claude-opus-4-5-20251101", Tokens: session.Tokens{Output: 5}}},
-		Start: first.Add(-time.Minute), First: first, End: first.Add(3 * time.Second)})
+		Start:   first.Add(-time.Minute), First: first, End: first.Add(3 * time.Second)})
 	if len(r.blockUsage) != 1 {
 		t.Fatalf("block usage %+v, want one entry", r.blockUsage)
 	}
