@@ -9,7 +9,7 @@
 // is active while now is before its end and its last entry is less than
 // Length old. Its burn rate is its tokens (all types) over the minutes
 // from its first entry to its last; its projection adds that rate over
-// the minutes left until its end.
+// the minutes left until its end (rounded as ccusage rounds them).
 //
 // A Tracker keeps usage in hour buckets (each the half-open hour (K-1h,
 // K]): a block boundary never splits such a bucket, so the blocks it
@@ -23,6 +23,7 @@
 package blocks
 
 import (
+	"math"
 	"sort"
 	"time"
 )
@@ -82,15 +83,16 @@ func (b *Block) BurnRate() (tokensPerMinute, costPerHour float64, ok bool) {
 }
 
 // Projection is the block's tokens and cost at its end if it goes on at
-// its burn rate for the minutes left after now (ccusage's projection,
-// which it rounds to whole tokens and cents); ok as BurnRate's.
+// its burn rate for the minutes left after now, as ccusage projects: the
+// minutes left rounded to a whole minute, the tokens to a whole token and
+// the cost to a cent; ok as BurnRate's.
 func (b *Block) Projection(now time.Time) (tokens, costUSD float64, ok bool) {
 	rate, perHour, ok := b.BurnRate()
 	if !ok {
 		return 0, 0, false
 	}
-	left := max(0, b.End.Sub(now).Minutes())
-	return float64(b.Tokens.Total()) + rate*left, b.CostUSD + perHour/60*left, true
+	left := math.Round(max(0, b.End.Sub(now).Minutes()))
+	return math.Round(float64(b.Tokens.Total()) + rate*left), math.Round((b.CostUSD+perHour/60*left)*100) / 100, true
 }
 
 // Bucket is the usage of one hour: entries in (Hour-1h, Hour], Hour in

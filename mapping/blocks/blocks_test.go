@@ -9,6 +9,8 @@ import (
 
 var bounds = []float64{1e3, 1e4, 1e5, 1e6}
 
+func ts(s string) time.Time { return at(s) }
+
 func at(s string) time.Time {
 	t, err := time.Parse(time.RFC3339Nano, s)
 	if err != nil {
@@ -144,6 +146,12 @@ func TestActiveBlockAndProjection(t *testing.T) {
 	tok, usd, ok := b.Projection(at("2026-11-25T18:00:00Z"))
 	if !ok || tok != 2400 || usd != 3 {
 		t.Fatalf("projection %v %v %v, want 2400 tokens, $3", tok, usd, ok)
+	}
+	// ccusage rounds the minutes left: 59m40s is 60, 59m20s is 59.
+	for at, want := range map[string]float64{"2026-11-25T18:00:20Z": 2400, "2026-11-25T18:00:40Z": 2380, "2026-11-25T20:00:00Z": 1200} {
+		if tok, _, _ := b.Projection(ts(at)); tok != want {
+			t.Errorf("projection at %s: %v tokens, want %v", at, tok, want)
+		}
 	}
 	one := NewTracker(bounds, 0)
 	one.Add(at("2026-11-25T14:10:00Z"), true, Tokens{Input: 1}, 0)

@@ -29,24 +29,29 @@ func blockTokens(t session.Tokens) blocks.Tokens {
 }
 
 // requestBlockUsage adds a request (its advisor inferences included) to
-// the blocks at its first line's time, as ccusage places its entry.
+// the blocks at the time of the line whose usage counts, as ccusage
+// places its entry.
 func (m *Mapper) requestBlockUsage(r *session.Request, usd float64) {
 	tok := blockTokens(r.Tokens)
 	for _, adv := range r.Advisor {
 		tok = tok.Add(blockTokens(adv.Tokens))
 	}
-	m.obs.AddBlockUsage(firstKnown(r.First, r.End, r.Start), true, tok, usd)
+	m.obs.AddBlockUsage(firstKnown(r.UsageAt, r.End, r.Start), true, tok, usd)
 }
 
 // apiErrorBlockUsage handles a <synthetic> line or an api_error record:
-// a synthetic line is a usage entry of no tokens (ccusage counts it, so
-// it can start or extend a block), and a limit notice is a limit hit.
-// Retries (api_error records) are neither.
+// a synthetic line with usage is a usage entry of no tokens, as ccusage
+// counts it (it can start or extend a block), except when its
+// usage.speed is null, as Claude Code 2.1.x writes it, which ccusage
+// rejects; a limit notice is a limit hit. Retries (api_error records)
+// are neither.
 func (m *Mapper) apiErrorBlockUsage(e *session.APIError) {
 	if e.Kind == session.KindRetry {
 		return
 	}
-	m.obs.AddBlockUsage(e.Time, true, blocks.Tokens{}, 0)
+	if e.UsageEntry {
+		m.obs.AddBlockUsage(e.Time, true, blocks.Tokens{}, 0)
+	}
 	n, ok := limits.Parse(e.Head, e.Kind, e.Time, m.cfg.LimitZone)
 	if !ok || n.Warning {
 		return

@@ -159,9 +159,9 @@ type reqState struct {
 	stop      string
 	start     time.Time
 	end       time.Time
-	// first is the time of the request's first line read (where ccusage
-	// places its usage entry).
-	first    time.Time
+	// usageAt is the time of the line whose usage counts (the first of
+	// the best): where ccusage places its usage entry.
+	usageAt  time.Time
 	lastSeen time.Time
 	// complete is set by a line with a stop reason: the response has
 	// ended, so the request need not wait for the settle time.
@@ -548,12 +548,15 @@ func (a *Assembler) assistant(c *ctxState, r *transcript.Record, now time.Time) 
 			if st.start.IsZero() {
 				st.start = r.Timestamp
 			}
-			if st.first.IsZero() {
-				st.first = r.Timestamp
+			if st.usageAt.IsZero() {
+				st.usageAt = r.Timestamp
 			}
 		}
 		if better(m.Usage.Output, m.Usage.Total(), st.usage.Output, st.usage.Total()) {
 			st.model, st.usage, st.stop = m.Model, m.Usage, m.StopReason
+			if !r.Timestamp.IsZero() {
+				st.usageAt = r.Timestamp
+			}
 			st.advisor = append(st.advisor[:0], m.Advisor...)
 			if r.RequestID != "" {
 				st.requestID = r.RequestID
@@ -597,7 +600,7 @@ func (a *Assembler) assistant(c *ctxState, r *transcript.Record, now time.Time) 
 			}
 			break
 		}
-		st = &reqState{seq: a.next(), where: a.where(c), msgID: m.ID, start: r.Timestamp, end: r.Timestamp, first: r.Timestamp}
+		st = &reqState{seq: a.next(), where: a.where(c), msgID: m.ID, start: r.Timestamp, end: r.Timestamp, usageAt: r.Timestamp}
 		if p, ok := c.lookup(r.ParentUUID); ok && !p.t.IsZero() && (r.Timestamp.IsZero() || !p.t.After(r.Timestamp)) {
 			st.start = p.t
 		}
@@ -701,7 +704,8 @@ func (a *Assembler) synthetic(c *ctxState, r *transcript.Record) {
 		return
 	}
 	kind := SyntheticKind(r)
-	a.sink.APIError(&APIError{Where: a.where(c), ID: key, Kind: kind, Status: r.APIErrorStatus, Time: r.Timestamp, Text: r.Message.Text, Head: r.Message.TextHead})
+	a.sink.APIError(&APIError{Where: a.where(c), ID: key, Kind: kind, Status: r.APIErrorStatus, Time: r.Timestamp, Text: r.Message.Text, Head: r.Message.TextHead,
+		UsageEntry: r.Message.HasUsage && !r.Message.Usage.SpeedNull})
 	c.remember(r.UUID, r.Timestamp, "")
 }
 
@@ -1057,7 +1061,7 @@ func (a *Assembler) emitRequest(st *reqState) {
 		CacheMissTokens: st.cacheMissTokens,
 		Start:           st.start,
 		End:             end,
-		First:           st.first,
+		UsageAt:         st.usageAt,
 		Interrupted:     st.interrupt,
 		ToolUseIDs:      st.toolIDs,
 		Text:            st.text,

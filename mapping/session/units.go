@@ -173,9 +173,10 @@ type Request struct {
 	// Start is the time of the record that triggered the request (its
 	// parent), End the time of its last line.
 	Start, End time.Time
-	// First is the time of the request's first line read (zero when
-	// unknown): where usage-block tools (ccusage) place the request.
-	First time.Time
+	// UsageAt is the time of the line whose usage counts (the first line
+	// with the best counts; zero when unknown): where usage-block tools
+	// (ccusage) place the request.
+	UsageAt time.Time
 	// Interrupted is set when the user interrupted this request.
 	Interrupted bool
 	ToolUseIDs  []string
@@ -344,6 +345,10 @@ type APIError struct {
 	Time   time.Time
 	// Text is the notice text, capture only.
 	Text string
+	// UsageEntry says ccusage reads the line as a usage entry (of no
+	// tokens): a <synthetic> line with message.usage whose speed is not
+	// null.
+	UsageEntry bool
 	// Head is the start of the notice text (at most
 	// transcript.TextHeadMax bytes), always set for <synthetic> lines:
 	// Claude Code's own wording, which limit notices are read from.
