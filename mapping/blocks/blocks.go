@@ -281,11 +281,11 @@ func (t *Tracker) Summary(now time.Time) Summary {
 	return s
 }
 
-// BlockAt returns the block whose entries span at (first entry <= at <=
-// last entry), if it is not folded.
+// BlockAt returns the block whose window holds at (Start <= at <= End),
+// if there is one and it is not folded.
 func (t *Tracker) BlockAt(at time.Time) (Block, bool) {
 	for _, b := range t.Blocks() {
-		if !at.Before(b.First) && !at.After(b.Last) {
+		if !at.Before(b.Start) && !at.After(b.End) {
 			return b, true
 		}
 	}

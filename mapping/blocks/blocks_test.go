@@ -222,3 +222,15 @@ func TestUnplaceableUsage(t *testing.T) {
 		t.Fatal("blocks from unplaceable usage")
 	}
 }
+
+func TestBlockAtIsTheWindowHoldingATime(t *testing.T) {
+	tr := NewTracker(bounds, 0)
+	tr.Add(at("2026-01-01T10:10:00Z"), true, Tokens{Input: 5}, 0)
+	tr.Add(at("2026-01-01T11:10:00Z"), true, Tokens{Input: 7}, 0)
+	for s, want := range map[string]int64{"2026-01-01T10:00:00Z": 12, "2026-01-01T14:30:00Z": 12, "2026-01-01T15:00:00Z": 12, "2026-01-01T15:00:01Z": -1, "2026-01-01T09:59:59Z": -1} {
+		b, ok := tr.BlockAt(at(s))
+		if got := map[bool]int64{true: b.Tokens.Total(), false: -1}[ok]; got != want {
+			t.Errorf("BlockAt(%s) tokens %d, want %d", s, got, want)
+		}
+	}
+}
