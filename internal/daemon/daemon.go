@@ -15,6 +15,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"time"
+	_ "time/tzdata" // limit notices name IANA zones: resolve them on machines without a zone database
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -24,6 +25,7 @@ import (
 	"github.com/claude-transcript-exporter/claude-transcript-exporter/internal/checkpoint"
 	"github.com/claude-transcript-exporter/claude-transcript-exporter/internal/discover"
 	"github.com/claude-transcript-exporter/claude-transcript-exporter/internal/safefile"
+	"github.com/claude-transcript-exporter/claude-transcript-exporter/mapping/limits"
 	"github.com/claude-transcript-exporter/claude-transcript-exporter/mapping/metrics"
 	"github.com/claude-transcript-exporter/claude-transcript-exporter/mapping/session"
 	"github.com/claude-transcript-exporter/claude-transcript-exporter/mapping/transcript"
@@ -86,7 +88,7 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger, stdout io.Writer)
 	self.PricingInfo.WithLabelValues(prices.AsOf, pricesFrom, strconv.Itoa(prices.Version)).Set(1)
 	projectLabel, _ := metrics.ParseProjectLabel(cfg.ProjectLabel)
 	mapper := metrics.NewMapper(metrics.Config{Project: projectLabel, Prices: prices,
-		MaxAttribution: cfg.AttributionLimit, LimitZone: time.Local}, usage)
+		MaxAttribution: cfg.AttributionLimit, LimitZones: limits.Zones{Load: time.LoadLocation, Local: time.Local}}, usage)
 	claudeFiles := newFilesStage(&cfg, reg, mapper)
 
 	// Traces.

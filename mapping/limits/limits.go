@@ -19,8 +19,10 @@
 // (2:30am on a spring-forward day is 3:30am). Any other notice of a limit
 // is window Unknown without a reset; nothing here fails.
 //
-// The package imports time/tzdata so that zones resolve on machines
-// without a zone database. It is pure: every time is passed in.
+// It is pure: every time is passed in, and zone names are resolved by
+// the caller's Zones (the daemon passes time.LoadLocation, and its
+// binary embeds the zone database, time/tzdata, so that zones resolve on
+// machines without one).
 package limits
 
 import (
@@ -28,8 +30,15 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	_ "time/tzdata" // zone names in notices must resolve on any machine
 )
+
+// Zones resolves the zones of wall times: Load the IANA zone a notice
+// names (nil: such a reset is unknown), Local the zone of a wall time
+// that names none (nil: unknown).
+type Zones struct {
+	Load  func(name string) (*time.Location, error)
+	Local *time.Location
+}
 
 // Windows: the values of the window label.
 const (
@@ -56,12 +65,11 @@ type Notice struct {
 }
 
 // Parse reads a <synthetic> line's text (its start suffices) of error
-// kind kind (the line's error field, "" when none), written at at. local
-// is the zone of a wall time that names none (nil: such a reset is
-// unknown). ok is false when the line is not about a plan limit: other
+// kind kind (the line's error field, "" when none), written at at, its
+// wall times read with zones. ok is false when the line is not about a plan limit: other
 // API errors, and transient rate limits ("API Error: 429 …"), which
 // Claude Code retries.
-func Parse(text, kind string, at time.Time, local *time.Location) (n Notice, ok bool) {
+func Parse(text, kind string, at time.Time, zones Zones) (n Notice, ok bool) {
 	low := strings.ToLower(strings.TrimSpace(text))
 	if strings.HasPrefix(low, "api error") {
 		return Notice{}, false
@@ -77,7 +85,7 @@ func Parse(text, kind string, at time.Time, local *time.Location) (n Notice, ok 
 	if !n.Warning && n.Window == Unknown && kind != "rate_limit" && !strings.Contains(low, "limit reached") && !strings.Contains(low, "hit your") {
 		return Notice{}, false
 	}
-	n.Reset = reset(text, at, local)
+	n.Reset = reset(text, at, zones)
 	return n, true
 }
 
@@ -111,7 +119,7 @@ var months = map[string]time.Month{"jan": 1, "feb": 2, "mar": 3, "apr": 4, "may"
 var weekdays = map[string]time.Weekday{"sun": time.Sunday, "mon": time.Monday, "tue": time.Tuesday, "wed": time.Wednesday,
 	"thu": time.Thursday, "fri": time.Friday, "sat": time.Saturday}
 
-func reset(text string, at time.Time, local *time.Location) time.Time {
+func reset(text string, at time.Time, zones Zones) time.Time {
 	if m := epochRe.FindStringSubmatch(text); m != nil {
 		v, err := strconv.ParseInt(m[1], 10, 64)
 		if err != nil {
@@ -147,10 +155,13 @@ func reset(text string, at time.Time, local *time.Location) time.Time {
 	if m == nil {
 		return time.Time{}
 	}
-	loc := local
+	loc := zones.Local
 	if z := strings.TrimSpace(m[2]); z != "" {
-		l, err := time.LoadLocation(z)
-		if err != nil || z == "Local" {
+		if zones.Load == nil || z == "Local" || z == "" {
+			return time.Time{}
+		}
+		l, err := zones.Load(z)
+		if err != nil || l == nil {
 			return time.Time{}
 		}
 		loc = l

@@ -3,6 +3,7 @@ package limits
 import (
 	"testing"
 	"time"
+	_ "time/tzdata" // the zones resolve on a machine without a zone database
 )
 
 func ts(s string) time.Time {
@@ -11,6 +12,13 @@ func ts(s string) time.Time {
 		panic(err)
 	}
 	return t
+}
+
+func TestNoZoneLoaderNoReset(t *testing.T) {
+	n, ok := Parse("You've hit your limit · resets 7pm (Asia/Shanghai)", "rate_limit", ts("2026-01-10T05:00:00Z"), Zones{})
+	if !ok || n.Window != Session || !n.Reset.IsZero() {
+		t.Fatalf("%+v %v: want a session hit without a reset", n, ok)
+	}
 }
 
 func TestParseWordingsAndResets(t *testing.T) {
@@ -93,7 +101,7 @@ func TestParseWordingsAndResets(t *testing.T) {
 			if tc.at != "" {
 				at = ts(tc.at)
 			}
-			n, ok := Parse(tc.text, tc.kind, at, tc.local)
+			n, ok := Parse(tc.text, tc.kind, at, Zones{Load: time.LoadLocation, Local: tc.local})
 			if ok == tc.notLimit {
 				t.Fatalf("limit notice %v, want %v", ok, !tc.notLimit)
 			}
@@ -119,7 +127,7 @@ func FuzzParseNeverFails(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		n, ok := Parse(s, "rate_limit", time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), time.UTC)
+		n, ok := Parse(s, "rate_limit", time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), Zones{Load: time.LoadLocation, Local: time.UTC})
 		if ok && n.Window == "" {
 			t.Fatal("a limit notice without a window")
 		}

@@ -52,7 +52,7 @@ func (m *Mapper) apiErrorBlockUsage(e *session.APIError) {
 	if e.UsageEntry {
 		m.obs.AddBlockUsage(e.Time, true, blocks.Tokens{}, 0)
 	}
-	n, ok := limits.Parse(e.Head, e.Kind, e.Time, m.cfg.LimitZone)
+	n, ok := limits.Parse(e.Head, e.Kind, e.Time, m.cfg.LimitZones)
 	if !ok || n.Warning {
 		return
 	}

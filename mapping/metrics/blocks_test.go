@@ -3,6 +3,7 @@ package metrics
 import (
 	"testing"
 	"time"
+	_ "time/tzdata" // Asia/Shanghai resolves on any machine
 
 	"github.com/claude-transcript-exporter/claude-transcript-exporter/mapping/blocks"
 	"github.com/claude-transcript-exporter/claude-transcript-exporter/mapping/limits"
@@ -53,7 +54,7 @@ func TestSyntheticLinesAreEntriesAndLimitHits(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := newRec()
-			NewMapper(Config{}, r).APIError(&session.APIError{Kind: tc.kind, Head: tc.head, Time: at, UsageEntry: tc.usage})
+			NewMapper(Config{LimitZones: limits.Zones{Load: time.LoadLocation}}, r).APIError(&session.APIError{Kind: tc.kind, Head: tc.head, Time: at, UsageEntry: tc.usage})
 			if got := len(r.blockUsage) == 1 && r.blockUsage[0].entry && r.blockUsage[0].t == (blocks.Tokens{}); got != tc.entry {
 				t.Errorf("block entry %v (%+v), want %v", got, r.blockUsage, tc.entry)
 			}

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/claude-transcript-exporter/claude-transcript-exporter/mapping/limits"
 	"github.com/claude-transcript-exporter/claude-transcript-exporter/mapping/session"
 	"github.com/claude-transcript-exporter/claude-transcript-exporter/mapping/transcript"
 )
@@ -114,10 +115,10 @@ type Config struct {
 	// first names seen keep their own value, later ones are "other").
 	// Zero: DefaultMaxAttribution.
 	MaxAttribution int
-	// LimitZone is the zone of a limit notice's reset time that names
-	// none (nil: such a reset is unknown). The daemon passes the
-	// machine's zone, where Claude Code wrote the notice.
-	LimitZone *time.Location
+	// LimitZones resolve the zones of limit notices' reset times (zero:
+	// a wall-time reset is unknown). The daemon passes time.LoadLocation
+	// and the machine's zone, where Claude Code wrote the notice.
+	LimitZones limits.Zones
 }
 
 // DefaultMaxAttribution is the default bound of skill and plugin names
