@@ -160,7 +160,7 @@ func (c planCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	hits := make([]hit, 0, len(p.last))
 	for w, h := range p.last {
-		b, ok := p.tracker.BlockAt(h.At)
+		b, ok := blocks.Find(s.Blocks, h.At)
 		hits = append(hits, hit{w, h.Reset, b.Tokens.Total(), ok})
 	}
 	p.mu.Unlock()

@@ -264,12 +264,14 @@ type Summary struct {
 	// Finished is the histogram of the total tokens of every block not
 	// active at now.
 	Finished Histogram
+	// Blocks are the blocks not folded, oldest first.
+	Blocks []Block
 }
 
 // Summary computes the blocks as they stand at now.
 func (t *Tracker) Summary(now time.Time) Summary {
 	bs := t.Blocks()
-	s := Summary{Started: t.folded + int64(len(bs)), Finished: t.foldedHist.clone()}
+	s := Summary{Started: t.folded + int64(len(bs)), Finished: t.foldedHist.clone(), Blocks: bs}
 	for i := range bs {
 		b := &bs[i]
 		if i == len(bs)-1 && b.Active(now) {
@@ -283,11 +285,13 @@ func (t *Tracker) Summary(now time.Time) Summary {
 
 // BlockAt returns the block whose window holds at (Start <= at <= End),
 // if there is one and it is not folded.
-func (t *Tracker) BlockAt(at time.Time) (Block, bool) {
-	for _, b := range t.Blocks() {
-		if !at.Before(b.Start) && !at.After(b.End) {
-			return b, true
-		}
+func (t *Tracker) BlockAt(at time.Time) (Block, bool) { return Find(t.Blocks(), at) }
+
+// Find returns the block of bs (oldest first) whose window holds at.
+func Find(bs []Block, at time.Time) (Block, bool) {
+	i := sort.Search(len(bs), func(i int) bool { return !bs[i].End.Before(at) })
+	if i < len(bs) && !at.Before(bs[i].Start) {
+		return bs[i], true
 	}
 	return Block{}, false
 }
