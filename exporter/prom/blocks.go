@@ -22,6 +22,9 @@ type planLimits struct {
 	mu      sync.Mutex
 	tracker *blocks.Tracker
 	last    map[string]LimitHitState
+	// settle: the history is read, finished blocks go to the histogram
+	// (BlocksReady).
+	settle bool
 
 	start, end, tokens, cost, burn, projTokens, projCost *prometheus.Desc
 	started, finished, reset, hitTokens, late            *prometheus.Desc
@@ -65,7 +68,7 @@ func newPlanLimits() *planLimits {
 		started: d("blocks_total",
 			"5-hour blocks started, history included."),
 		finished: d("finished_block_tokens",
-			"Total tokens (all types) of each finished (not active) 5-hour block, history included: a user's usual block and its percentiles (histogram_quantile(0.9, sum by (le) (claude_transcript_finished_block_tokens_bucket)))."),
+			"Total tokens (all types) of each finished 5-hour block, history included, observed once when first seen finished: a user's usual block and its percentiles (histogram_quantile(0.9, sum by (le) (claude_transcript_finished_block_tokens_bucket)))."),
 		reset: d("limit_reset_timestamp_seconds",
 			"When the limit of the window's last limit hit resets, as its notice says (the Unix time after |, or its wall time and zone); no sample when it did not say.", "window"),
 		hitTokens: d("limit_hit_block_tokens",
@@ -92,6 +95,16 @@ func (m *Metrics) AddLimitHit(window string, at, reset time.Time) {
 	if l, ok := p.last[window]; !ok || !at.Before(l.At) {
 		p.last[window] = LimitHitState{Window: window, At: at, Reset: reset}
 	}
+	p.mu.Unlock()
+}
+
+// BlocksReady says the history is read: from now on each scrape observes
+// the blocks finished by then in finished_block_tokens, once each (a
+// block observed before the history is whole would be observed in part).
+func (m *Metrics) BlocksReady() {
+	p := m.plan
+	p.mu.Lock()
+	p.settle = true
 	p.mu.Unlock()
 }
 
@@ -150,6 +163,9 @@ func (c planCollector) Collect(ch chan<- prometheus.Metric) {
 	p, now := c.m.plan, c.m.now()
 	g, ctr := prometheus.GaugeValue, prometheus.CounterValue
 	p.mu.Lock()
+	if p.settle {
+		p.tracker.Settle(now)
+	}
 	s := p.tracker.Summary(now)
 	late := p.tracker.Late()
 	type hit struct {

@@ -24,6 +24,7 @@ func TestBlockSeriesFollowTheClock(t *testing.T) {
 	clock := now
 	reg := prometheus.NewRegistry()
 	m := NewMetrics(reg, time.Minute, func() time.Time { return clock })
+	m.BlocksReady()
 	m.AddBlockUsage(time.Date(2025, 11, 25, 11, 10, 0, 0, time.UTC), true, blocks.Tokens{Input: 100, Output: 20}, 1)
 	m.AddBlockUsage(time.Date(2025, 11, 25, 12, 10, 0, 0, time.UTC), true, blocks.Tokens{CacheRead: 1080}, 2)
 	m.AddLimitHit("session", time.Date(2025, 11, 25, 12, 10, 0, 0, time.UTC), time.Date(2025, 11, 25, 16, 0, 0, 0, time.UTC))
@@ -56,7 +57,7 @@ func TestBlockSeriesFollowTheClock(t *testing.T) {
 		"claude_transcript_block_burn_rate_tokens_per_minute"); err != nil || n != 0 {
 		t.Fatalf("%d active-block samples after the end (%v), want none", n, err)
 	}
-	const finished = `# HELP claude_transcript_finished_block_tokens Total tokens (all types) of each finished (not active) 5-hour block, history included: a user's usual block and its percentiles (histogram_quantile(0.9, sum by (le) (claude_transcript_finished_block_tokens_bucket))).
+	const finished = `# HELP claude_transcript_finished_block_tokens Total tokens (all types) of each finished 5-hour block, history included, observed once when first seen finished: a user's usual block and its percentiles (histogram_quantile(0.9, sum by (le) (claude_transcript_finished_block_tokens_bucket))).
 # TYPE claude_transcript_finished_block_tokens histogram
 claude_transcript_finished_block_tokens_bucket{le="10000"} 1
 claude_transcript_finished_block_tokens_bucket{le="50000"} 1

@@ -152,6 +152,7 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger, stdout io.Writer)
 		stats.publish(asm.Stats())
 		self.BackfillDone.Set(1)
 		self.BackfillSeconds.Set(now().Sub(start).Seconds())
+		usage.BlocksReady()
 		logger.Info("read every file", "files", len(files), "lines", rd.linesN, "seconds", now().Sub(start).Seconds())
 		var exportErr error
 		if traces != nil {
@@ -271,6 +272,7 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger, stdout io.Writer)
 	self.BackfillDone.Set(1)
 	self.BackfillSeconds.Set(now().Sub(start).Seconds())
 	rd.live = true
+	usage.BlocksReady()
 	ready.Store(true)
 	logger.Info("backfill done", "files", len(rd.files), "lines", rd.linesN, "seconds", now().Sub(start).Seconds())
 	// The backfill's garbage (decode batches, settled history) is not

@@ -15,9 +15,15 @@
 // K]): a block boundary never splits such a bucket, so the blocks it
 // computes are exactly those of the sorted entries, in whatever order the
 // entries were added. Its memory is bounded by MaxBuckets hours of
-// activity: past it, the oldest finished blocks are folded into a count
-// and a histogram of their totals, and an entry older than the folded
-// history (a file of old transcripts found later) counts as Late.
+// activity: past it, the oldest finished blocks are folded into a count,
+// and an entry older than the folded history (a file of old transcripts
+// found later) counts as Late.
+//
+// The histogram of finished blocks' totals only grows: Settle observes
+// each block once, with its total when it is first seen finished (the
+// caller settles once the history is read, so that a block is observed
+// whole; a copy read later that grows an observed block does not move
+// it).
 //
 // The package is pure: every time is passed in.
 package blocks
@@ -121,12 +127,15 @@ type Tracker struct {
 	bounds     []float64
 	maxBuckets int
 	buckets    map[int64]*Bucket
-	// Folded history: blocks folded, the end of the last (Unix ms; 0
-	// none) and their histogram.
+	// Folded history: blocks folded and the end of the last (Unix ms; 0
+	// none).
 	folded      int64
 	foldedUntil int64
-	foldedHist  Histogram
-	late        int64
+	// hist holds the blocks observed by Settle (or folded), the last
+	// of which started at observedUntil (Unix ms; 0 none).
+	hist          Histogram
+	observedUntil int64
+	late          int64
 }
 
 // NewTracker returns a tracker whose histogram of finished blocks has
@@ -137,7 +146,7 @@ func NewTracker(bounds []float64, maxBuckets int) *Tracker {
 		maxBuckets = DefaultMaxBuckets
 	}
 	return &Tracker{bounds: bounds, maxBuckets: max(maxBuckets, 2), buckets: map[int64]*Bucket{},
-		foldedHist: Histogram{Counts: make([]uint64, len(bounds)+1)}}
+		hist: Histogram{Counts: make([]uint64, len(bounds)+1)}}
 }
 
 // Bounds are the histogram's upper bounds.
@@ -261,8 +270,8 @@ type Summary struct {
 	Started int64
 	// Active is the block active at now (nil when none).
 	Active *Block
-	// Finished is the histogram of the total tokens of every block not
-	// active at now.
+	// Finished is the histogram of the total tokens of the finished
+	// blocks Settle observed.
 	Finished Histogram
 	// Blocks are the blocks not folded, oldest first.
 	Blocks []Block
@@ -271,16 +280,31 @@ type Summary struct {
 // Summary computes the blocks as they stand at now.
 func (t *Tracker) Summary(now time.Time) Summary {
 	bs := t.Blocks()
-	s := Summary{Started: t.folded + int64(len(bs)), Finished: t.foldedHist.clone(), Blocks: bs}
+	s := Summary{Started: t.folded + int64(len(bs)), Finished: t.hist.clone(), Blocks: bs}
+	if n := len(bs); n > 0 && bs[n-1].Active(now) {
+		s.Active = &bs[n-1]
+	}
+	return s
+}
+
+// Settle observes in the histogram every block finished at now (not the
+// active one) that started after the last block observed.
+func (t *Tracker) Settle(now time.Time) {
+	bs := t.Blocks()
 	for i := range bs {
 		b := &bs[i]
 		if i == len(bs)-1 && b.Active(now) {
-			s.Active = b
-			continue
+			return
 		}
-		s.Finished.observe(t.bounds, float64(b.Tokens.Total()))
+		t.observe(b)
 	}
-	return s
+}
+
+func (t *Tracker) observe(b *Block) {
+	if ms := b.Start.UnixMilli(); ms > t.observedUntil {
+		t.hist.observe(t.bounds, float64(b.Tokens.Total()))
+		t.observedUntil = ms
+	}
 }
 
 // BlockAt returns the block whose window holds at (Start <= at <= End),
@@ -315,7 +339,7 @@ func (t *Tracker) fold(n int) {
 	for i := 0; i < len(sp)-1 && n > 0; i++ {
 		s := &sp[i]
 		t.folded++
-		t.foldedHist.observe(t.bounds, float64(s.Tokens.Total()))
+		t.observe(&s.Block)
 		t.foldedUntil = s.End.UnixMilli()
 		for _, h := range s.hours {
 			delete(t.buckets, h)

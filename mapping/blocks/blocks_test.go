@@ -124,6 +124,7 @@ func TestActiveBlockAndProjection(t *testing.T) {
 		{"after the end", "2026-11-25T20:00:00Z", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			tr.Settle(at(tc.now))
 			s := tr.Summary(at(tc.now))
 			if (s.Active != nil) != tc.active {
 				t.Fatalf("active %v, want %v", s.Active != nil, tc.active)
@@ -186,6 +187,7 @@ func TestFoldingKeepsCountsAndBoundsMemory(t *testing.T) {
 	if len(tr.buckets) > 48 {
 		t.Fatalf("%d buckets kept, bound 48", len(tr.buckets))
 	}
+	tr.Settle(es[len(es)-1].t.Add(10 * Length))
 	s := tr.Summary(es[len(es)-1].t.Add(10 * Length))
 	if s.Started != int64(len(want)) || s.Finished.Count != uint64(len(want)) {
 		t.Fatalf("started %d, finished %d, want %d", s.Started, s.Finished.Count, len(want))
@@ -232,5 +234,30 @@ func TestBlockAtIsTheWindowHoldingATime(t *testing.T) {
 		if got := map[bool]int64{true: b.Tokens.Total(), false: -1}[ok]; got != want {
 			t.Errorf("BlockAt(%s) tokens %d, want %d", s, got, want)
 		}
+	}
+}
+
+func TestSettledHistogramOnlyGrows(t *testing.T) {
+	tr := NewTracker(bounds, 0)
+	tr.Add(at("2026-01-01T10:10:00Z"), true, Tokens{Input: 900}, 0)
+	tr.Add(at("2026-01-01T18:10:00Z"), true, Tokens{Input: 5}, 0)
+	now := at("2026-01-01T19:00:00Z")
+	tr.Settle(now)
+	tr.Settle(now)
+	h := tr.Summary(now).Finished
+	if h.Count != 1 || h.Sum != 900 || h.Counts[0] != 1 {
+		t.Fatalf("histogram %+v: want the finished block once (the active one not yet)", h)
+	}
+	// A copy read later grows the finished block past a bound: the block
+	// keeps the total it was observed with, so no bucket goes down.
+	tr.Add(at("2026-01-01T10:20:00Z"), false, Tokens{Input: 5000}, 0)
+	tr.Settle(now)
+	if h2 := tr.Summary(now).Finished; h2.Count != 1 || h2.Counts[0] != 1 || h2.Sum != 900 {
+		t.Fatalf("histogram %+v after growth: want it unchanged", h2)
+	}
+	// The active block is observed once it ends.
+	tr.Settle(at("2026-01-02T00:00:00Z"))
+	if h3 := tr.Summary(now).Finished; h3.Count != 2 || h3.Sum != 905 {
+		t.Fatalf("histogram %+v: want both blocks", h3)
 	}
 }

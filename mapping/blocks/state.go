@@ -8,16 +8,17 @@ import (
 // State is a Tracker's durable state: a restart continues the blocks
 // where they stood, since transcripts already read are not read again.
 type State struct {
-	Buckets     []Bucket
-	Folded      int64
-	FoldedUntil int64
-	FoldedHist  Histogram
-	Late        int64
+	Buckets       []Bucket
+	Folded        int64
+	FoldedUntil   int64
+	Hist          Histogram
+	ObservedUntil int64
+	Late          int64
 }
 
 // State returns the tracker's state.
 func (t *Tracker) State() State {
-	st := State{Folded: t.folded, FoldedUntil: t.foldedUntil, FoldedHist: t.foldedHist.clone(), Late: t.late}
+	st := State{Folded: t.folded, FoldedUntil: t.foldedUntil, Hist: t.hist.clone(), ObservedUntil: t.observedUntil, Late: t.late}
 	st.Buckets = make([]Bucket, 0, len(t.buckets))
 	for _, b := range t.buckets {
 		st.Buckets = append(st.Buckets, *b)
@@ -29,7 +30,7 @@ func (t *Tracker) State() State {
 // Restore replaces the tracker's state by st (from State). A state whose
 // histogram has another layout than the tracker's bounds is an error.
 func (t *Tracker) Restore(st State) error {
-	h := st.FoldedHist
+	h := st.Hist
 	if h.Counts == nil && h.Count == 0 {
 		h.Counts = make([]uint64, len(t.bounds)+1)
 	}
@@ -44,6 +45,6 @@ func (t *Tracker) Restore(st State) error {
 		}
 		t.buckets[b.Hour] = &b
 	}
-	t.folded, t.foldedUntil, t.foldedHist, t.late = st.Folded, st.FoldedUntil, h.clone(), st.Late
+	t.folded, t.foldedUntil, t.hist, t.observedUntil, t.late = st.Folded, st.FoldedUntil, h.clone(), st.ObservedUntil, st.Late
 	return nil
 }
