@@ -71,7 +71,9 @@ type Notice struct {
 // Claude Code retries.
 func Parse(text, kind string, at time.Time, zones Zones) (n Notice, ok bool) {
 	low := strings.ToLower(strings.TrimSpace(text))
-	if strings.HasPrefix(low, "api error") {
+	if strings.HasPrefix(low, "api error") || strings.Contains(low, "context") || strings.Contains(low, "prompt is too long") {
+		// A transient API error, or the context window ("Context limit
+		// reached · /compact or /clear to continue"): no plan limit.
 		return Notice{}, false
 	}
 	if !strings.Contains(low, "limit") {

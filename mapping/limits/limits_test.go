@@ -90,6 +90,7 @@ func TestParseWordingsAndResets(t *testing.T) {
 		{name: "unknown limit wording with a limit-reached phrase", text: "Team limit reached", at: "2026-11-25T10:00:00Z",
 			window: Unknown},
 		{name: "a transient 429 is no limit hit", text: `API Error: 429 {"type":"error","error":{"type":"rate_limit_error"}}`, kind: "rate_limit", at: "2026-11-25T10:00:00Z", notLimit: true},
+		{name: "the context window is no plan limit", text: "Context limit reached · /compact or /clear to continue", kind: "invalid_request", at: "2026-11-25T10:00:00Z", notLimit: true},
 		{name: "other notices are not limits", text: "Prompt is too long", kind: "invalid_request", at: "2026-11-25T10:00:00Z", notLimit: true},
 		{name: "no response requested", text: "No response requested.", at: "2026-11-25T10:00:00Z", notLimit: true},
 		{name: "a bad hour is no reset", text: "You've hit your limit · resets 13pm (UTC)", kind: "rate_limit", at: "2026-11-25T10:00:00Z", window: Session},
