@@ -146,6 +146,7 @@ func TestEveryAlertTestedBothWays(t *testing.T) {
 // number to tune.
 var noThresholdAlerts = []string{
 	"ClaudeUsageLimitHit",                   // any limit event
+	"ClaudePlanLimitHit",                    // any limit notice
 	"ClaudeTranscriptExporterDown",          // target down / missing
 	"ClaudeTranscriptExporterExportFailing", // failures and nothing delivered
 	"ClaudeTranscriptExporterBackfillStuck", // backfill_done == 0 for 30m

@@ -26,7 +26,8 @@ type Metrics struct {
 	linesOfCode, editDecisions, commits, pullRequests        *vec
 	subagents, warmups, sessions, turns, apiErrors           *vec
 	toolDuration, preTokens                                  *vec
-	lastActivity                                             *vec
+	lastActivity, limitHits                                  *vec
+	plan                                                     *planLimits
 	activeDesc                                               *prometheus.Desc
 	activeWindow                                             time.Duration
 	now                                                      func() time.Time
@@ -115,6 +116,10 @@ func NewMetrics(reg prometheus.Registerer, activeWindow time.Duration, now func(
 			"Unix time of the newest transcript record seen.", g, nil, "project"),
 		activeDesc: prometheus.NewDesc(name("sessions_active"),
 			"Sessions with a record within the active window (--sessions.active-window).", []string{"project"}, nil),
+		limitHits: newVec(name("limit_hits_total"),
+			"Notices Claude Code wrote when a plan limit stopped it, once each, by window (session: the 5-hour limit, weekly, weekly_<model> for a model's own weekly limit, monthly_spend, unknown for a wording not known); transient rate-limit retries excluded.",
+			c, nil, "window"),
+		plan:         newPlanLimits(),
 		activeWindow: activeWindow,
 		now:          now,
 		activity:     map[string]activity{},
@@ -124,7 +129,7 @@ func NewMetrics(reg prometheus.Registerer, activeWindow time.Duration, now func(
 	for _, v := range m.vecs() {
 		reg.MustRegister(v)
 	}
-	reg.MustRegister(activeCollector{m})
+	reg.MustRegister(activeCollector{m}, planCollector{m})
 	return m
 }
 
@@ -132,7 +137,7 @@ func (m *Metrics) vecs() []*vec {
 	return []*vec{m.tokens, m.requests, m.cost, m.unpriced, m.webSearches, m.toolCalls, m.toolDuration, m.compactions,
 		m.preTokens, m.subagents, m.warmups, m.sessions, m.turns, m.apiErrors, m.lastActivity,
 		m.attrTokens, m.attrCost, m.cacheMisses, m.cacheMissTokens, m.activeTime,
-		m.linesOfCode, m.editDecisions, m.commits, m.pullRequests}
+		m.linesOfCode, m.editDecisions, m.commits, m.pullRequests, m.limitHits}
 }
 
 // State is the saved value of every usage series, by metric name.

@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/common/expfmt"
 
 	"github.com/claude-transcript-exporter/claude-transcript-exporter/internal/testbackend"
+	"github.com/claude-transcript-exporter/claude-transcript-exporter/mapping/blocks"
 	"github.com/claude-transcript-exporter/claude-transcript-exporter/mapping/metrics"
 )
 
@@ -37,6 +38,9 @@ func populated(t *testing.T, now time.Time) *prometheus.Registry {
 	m.AddSession("repo")
 	m.AddTurn("repo")
 	m.AddAPIError("rate_limit", "repo")
+	m.AddBlockUsage(now.Add(-2*time.Hour), true, blocks.Tokens{Input: 5, Output: 7, CacheRead: 100}, 0.1)
+	m.AddBlockUsage(now.Add(-time.Hour), true, blocks.Tokens{Output: 3}, 0.05)
+	m.AddLimitHit("session", now.Add(-time.Hour), now.Add(time.Hour))
 	m.Activity("s1", "repo", now.Add(-30*time.Second))
 	m.Activity("s2", "repo", now.Add(-time.Hour))
 	self.LinesRead.Add(10)

@@ -34,6 +34,9 @@ type Config struct {
 	WebEnablePprof     bool     // --web.enable-pprof: serve /debug/pprof/ (off: no profiling endpoints)
 	TelemetryPath      string   // --web.telemetry-path
 
+	// Now is the clock (nil: time.Now). Tests inject one: the plan-limit
+	// series (the active block) are computed with it at scrape time.
+	Now func() time.Time
 	// Oneshot reads every file once, prints the exposition to Stdout,
 	// exports spans, and returns (--oneshot).
 	Oneshot bool

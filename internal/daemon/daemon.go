@@ -15,6 +15,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"time"
+	_ "time/tzdata" // limit notices name IANA zones: resolve them on machines without a zone database
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -24,6 +25,7 @@ import (
 	"github.com/claude-transcript-exporter/claude-transcript-exporter/internal/checkpoint"
 	"github.com/claude-transcript-exporter/claude-transcript-exporter/internal/discover"
 	"github.com/claude-transcript-exporter/claude-transcript-exporter/internal/safefile"
+	"github.com/claude-transcript-exporter/claude-transcript-exporter/mapping/limits"
 	"github.com/claude-transcript-exporter/claude-transcript-exporter/mapping/metrics"
 	"github.com/claude-transcript-exporter/claude-transcript-exporter/mapping/session"
 	"github.com/claude-transcript-exporter/claude-transcript-exporter/mapping/transcript"
@@ -40,6 +42,9 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger, stdout io.Writer)
 		return &StartError{err}
 	}
 	now := time.Now
+	if cfg.Now != nil {
+		now = cfg.Now
+	}
 	if !cfg.Oneshot && cfg.StateFile != "" {
 		// One exporter per state file (and so per spool beside it): two
 		// would overwrite each other's counters.
@@ -88,7 +93,7 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger, stdout io.Writer)
 	self.PricingInfo.WithLabelValues(prices.AsOf, pricesFrom, strconv.Itoa(prices.Version)).Set(1)
 	projectLabel, _ := metrics.ParseProjectLabel(cfg.ProjectLabel)
 	mapper := metrics.NewMapper(metrics.Config{Project: projectLabel, Prices: prices,
-		MaxAttribution: cfg.AttributionLimit}, usage)
+		MaxAttribution: cfg.AttributionLimit, LimitZones: limits.Zones{Load: time.LoadLocation, Local: time.Local}}, usage)
 	claudeFiles := newFilesStage(&cfg, reg, mapper)
 
 	// Traces.
@@ -152,6 +157,7 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger, stdout io.Writer)
 		stats.publish(asm.Stats())
 		self.BackfillDone.Set(1)
 		self.BackfillSeconds.Set(now().Sub(start).Seconds())
+		usage.BlocksReady()
 		logger.Info("read every file", "files", len(files), "lines", rd.linesN, "seconds", now().Sub(start).Seconds())
 		var exportErr error
 		if traces != nil {
@@ -271,6 +277,7 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger, stdout io.Writer)
 	self.BackfillDone.Set(1)
 	self.BackfillSeconds.Set(now().Sub(start).Seconds())
 	rd.live = true
+	usage.BlocksReady()
 	ready.Store(true)
 	logger.Info("backfill done", "files", len(rd.files), "lines", rd.linesN, "seconds", now().Sub(start).Seconds())
 	// The backfill's garbage (decode batches, settled history) is not

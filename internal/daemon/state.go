@@ -5,6 +5,7 @@ import (
 	"encoding/gob"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"runtime/debug"
@@ -26,13 +27,14 @@ type snapshot struct {
 	at       time.Time
 	counters prom.State
 	asm      session.State
+	blocks   prom.BlocksState
 	files    []checkpoint.Entry
 }
 
 // takeSnapshot copies the counters, the assembler state and the file
 // watermarks.
 func takeSnapshot(cfg *Config, usage *prom.Metrics, asm *session.Assembler, rd *reader, now time.Time) *snapshot {
-	snap := &snapshot{cfg: cfg, at: now, counters: usage.State(), asm: asm.State()}
+	snap := &snapshot{cfg: cfg, at: now, counters: usage.State(), asm: asm.State(), blocks: usage.BlocksState()}
 	for _, fs := range rd.files {
 		if fs.offset == 0 && fs.fp.Len == 0 {
 			continue
@@ -52,7 +54,7 @@ func (s *snapshot) large() bool { return len(s.files) > 2000 }
 // header.
 func (s *snapshot) write() error {
 	f := &checkpoint.File{WrittenAt: s.at.UTC(), Roots: s.cfg.ClaudeDirs, Files: s.files}
-	return checkpoint.Write(s.cfg.StateFile, f, &s.counters, &s.asm)
+	return checkpoint.Write(s.cfg.StateFile, f, &s.counters, &s.asm, &s.blocks)
 }
 
 // restoreState loads a saved state into the counters, the assembler and
@@ -85,6 +87,20 @@ func restoreState(f *checkpoint.File, usage *prom.Metrics, asm *session.Assemble
 	}
 	if err := asm.Restore(as, now); err != nil {
 		return err
+	}
+	// The blocks follow since they were kept; a file written before has
+	// none (the blocks then start from what is read after it).
+	if len(f.Metrics) == 0 && len(f.Assembler) == 0 {
+		var bs prom.BlocksState
+		switch err := f.Next(&bs); {
+		case errors.Is(err, io.EOF):
+		case err != nil:
+			return fmt.Errorf("restore blocks: %w", err)
+		default:
+			if err := usage.RestoreBlocks(bs); err != nil {
+				return err
+			}
+		}
 	}
 	for _, e := range f.Files {
 		rd.restored[e.Path] = e

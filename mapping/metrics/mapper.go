@@ -5,6 +5,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/claude-transcript-exporter/claude-transcript-exporter/mapping/limits"
 	"github.com/claude-transcript-exporter/claude-transcript-exporter/mapping/session"
 	"github.com/claude-transcript-exporter/claude-transcript-exporter/mapping/transcript"
 )
@@ -60,6 +61,7 @@ type Observer interface {
 	// working on a turn) or user (the user between turns).
 	AddActiveTime(typ, project string, seconds float64)
 	AddAPIError(kind, project string)
+	BlockObserver
 	// Activity reports a session's newest record time, for the active
 	// sessions gauge and the last-activity gauge.
 	Activity(sessionID, project string, t time.Time)
@@ -113,6 +115,10 @@ type Config struct {
 	// first names seen keep their own value, later ones are "other").
 	// Zero: DefaultMaxAttribution.
 	MaxAttribution int
+	// LimitZones resolve the zones of limit notices' reset times (zero:
+	// a wall-time reset is unknown). The daemon passes time.LoadLocation
+	// and the machine's zone, where Claude Code wrote the notice.
+	LimitZones limits.Zones
 }
 
 // DefaultMaxAttribution is the default bound of skill and plugin names
@@ -287,10 +293,13 @@ func (m *Mapper) Request(r *session.Request) {
 	at, mod := RequestTime(r), ModifiersOf(r.Attribution)
 	usd, ok := m.cfg.Prices.RequestCost(r.Model, at, r.Tokens, mod)
 	m.tokens(model, p, spender, attrs, r.Tokens, usd, ok)
+	blockUSD := priced(usd, ok)
 	for _, adv := range r.Advisor {
 		usd, ok := m.cfg.Prices.RequestCost(adv.Model, at, adv.Tokens, mod)
 		m.tokens(m.model(adv.Model), p, spender, attrs, adv.Tokens, usd, ok)
+		blockUSD += priced(usd, ok)
 	}
+	m.requestBlockUsage(r, blockUSD)
 	if r.CacheMiss != "" {
 		m.obs.AddCacheMiss(m.bound("reason", r.CacheMiss), model, p, r.CacheMissTokens)
 	}
@@ -342,6 +351,17 @@ func (m *Mapper) RequestUpdate(u *session.RequestUpdate) {
 	m.at(when)
 	usd, ok := m.cfg.Prices.UpdateCost(u.Model, DayTime(u.Day), u.Before, u.Delta, ModifiersOf(u.Attribution))
 	m.tokens(m.model(u.Model), m.Project(u.Project), m.spender(u.Spender), m.attributes(u.Attribution), u.Delta, usd, ok)
+	// The growth joins the request's block where the line that grew it
+	// falls (a request's lines are seconds apart).
+	m.obs.AddBlockUsage(when, false, blockTokens(u.Delta), priced(usd, ok))
+}
+
+// priced is a cost, 0 for a model without a price.
+func priced(usd float64, ok bool) float64 {
+	if !ok {
+		return 0
+	}
+	return usd
 }
 
 // spender is the spender label: a subagent's type is bounded like every
@@ -512,4 +532,5 @@ func (m *Mapper) Compaction(c *session.Compaction) {
 func (m *Mapper) APIError(e *session.APIError) {
 	m.at(e.Time)
 	m.obs.AddAPIError(m.bound("kind", e.Kind), m.Project(e.Project))
+	m.apiErrorBlockUsage(e)
 }

@@ -6,12 +6,15 @@ import (
 	"testing"
 	"time"
 
+	"github.com/claude-transcript-exporter/claude-transcript-exporter/mapping/blocks"
 	"github.com/claude-transcript-exporter/claude-transcript-exporter/mapping/session"
 	"github.com/claude-transcript-exporter/claude-transcript-exporter/mapping/transcript"
 )
 
 type rec struct {
 	turns       int
+	blockUsage  []blockUsage
+	limitHits   []limitHit
 	tokens      map[string]int64
 	requests    map[string]int
 	tools       map[string]int
@@ -347,4 +350,22 @@ func orEmpty(m map[string]int64) map[string]int64 {
 		return map[string]int64{}
 	}
 	return m
+}
+func (r *rec) AddBlockUsage(at time.Time, entry bool, t blocks.Tokens, usd float64) {
+	r.blockUsage = append(r.blockUsage, blockUsage{at, entry, t, usd})
+}
+func (r *rec) AddLimitHit(w string, at, reset time.Time) {
+	r.limitHits = append(r.limitHits, limitHit{w, at, reset})
+}
+
+type blockUsage struct {
+	at    time.Time
+	entry bool
+	t     blocks.Tokens
+	usd   float64
+}
+
+type limitHit struct {
+	window    string
+	at, reset time.Time
 }

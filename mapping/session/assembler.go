@@ -174,7 +174,10 @@ type reqState struct {
 	stop      string
 	start     time.Time
 	end       time.Time
-	lastSeen  time.Time
+	// usageAt is the time of the line whose usage counts (the first of
+	// the best): where ccusage places its usage entry.
+	usageAt  time.Time
+	lastSeen time.Time
 	// complete is set by a line with a stop reason: the response has
 	// ended, so the request need not wait for the settle time.
 	complete  bool
@@ -647,9 +650,15 @@ func (a *Assembler) assistant(c *ctxState, r *transcript.Record, now time.Time) 
 			if st.start.IsZero() {
 				st.start = r.Timestamp
 			}
+			if st.usageAt.IsZero() {
+				st.usageAt = r.Timestamp
+			}
 		}
 		if better(m.Usage.Output, m.Usage.Total(), st.usage.Output, st.usage.Total()) {
 			st.model, st.usage, st.stop = m.Model, m.Usage, m.StopReason
+			if !r.Timestamp.IsZero() {
+				st.usageAt = r.Timestamp
+			}
 			st.advisor = append(st.advisor[:0], m.Advisor...)
 			if r.RequestID != "" {
 				st.requestID = r.RequestID
@@ -693,7 +702,7 @@ func (a *Assembler) assistant(c *ctxState, r *transcript.Record, now time.Time) 
 			}
 			break
 		}
-		st = &reqState{seq: a.next(), where: a.where(c), msgID: m.ID, start: r.Timestamp, end: r.Timestamp}
+		st = &reqState{seq: a.next(), where: a.where(c), msgID: m.ID, start: r.Timestamp, end: r.Timestamp, usageAt: r.Timestamp}
 		if p, ok := c.lookup(r.ParentUUID); ok && !p.t.IsZero() && (r.Timestamp.IsZero() || !p.t.After(r.Timestamp)) {
 			st.start = p.t
 		}
@@ -803,7 +812,8 @@ func (a *Assembler) synthetic(c *ctxState, r *transcript.Record) {
 		return
 	}
 	kind := SyntheticKind(r)
-	a.sink.APIError(&APIError{Where: a.where(c), ID: key, Kind: kind, Status: r.APIErrorStatus, Time: r.Timestamp, Text: r.Message.Text})
+	a.sink.APIError(&APIError{Where: a.where(c), ID: key, Kind: kind, Status: r.APIErrorStatus, Time: r.Timestamp, Text: r.Message.Text, Head: r.Message.TextHead,
+		UsageEntry: r.Message.HasUsage && !r.Message.Usage.SpeedNull})
 	c.remember(r.UUID, r.Timestamp, "")
 }
 
@@ -1034,7 +1044,7 @@ func (a *Assembler) system(c *ctxState, r *transcript.Record) {
 		if r.UUID != "" && !a.firstSeen(keyError, r.UUID) {
 			return
 		}
-		a.sink.APIError(&APIError{Where: a.where(c), ID: r.UUID, Kind: "retry", Time: r.Timestamp})
+		a.sink.APIError(&APIError{Where: a.where(c), ID: r.UUID, Kind: KindRetry, Time: r.Timestamp})
 	case "turn_duration":
 		// Claude Code's own figure for the turn's active time, written
 		// as the turn ends; copies (resume) count once.
@@ -1204,6 +1214,7 @@ func (a *Assembler) emitRequest(st *reqState) {
 		CacheMissTokens: st.cacheMissTokens,
 		Start:           st.start,
 		End:             end,
+		UsageAt:         st.usageAt,
 		Interrupted:     st.interrupt,
 		ToolUseIDs:      st.toolIDs,
 		Text:            st.text,

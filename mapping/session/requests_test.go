@@ -434,3 +434,36 @@ func TestReadHistoryClosesStaleSessionsAtOnce(t *testing.T) {
 		})
 	}
 }
+
+// TestUsageAtIsTheWinningLine: a request's UsageAt is the time of the
+// line whose usage counts (the first of the best), where ccusage places
+// its usage entry.
+func TestUsageAtIsTheWinningLine(t *testing.T) {
+	const id = "msg_01UsageAt"
+	prompt := U{UUID: "u1", Sec: 0, Text: "go"}.String()
+	for _, tc := range []struct {
+		name  string
+		lines []string
+		sec   int
+	}{
+		{"the final streamed line", []string{
+			A{UUID: "a1", Parent: "u1", Sec: 1, Msg: id, Req: "r", In: 3, Out: 1}.String(),
+			A{UUID: "a2", Parent: "a1", Sec: 3, Msg: id, Req: "r", In: 3, Out: 90, Stop: "end_turn"}.String(),
+		}, 3},
+		{"the first of equal lines", []string{
+			A{UUID: "a1", Parent: "u1", Sec: 1, Msg: id, Req: "r", In: 3, Out: 9}.String(),
+			A{UUID: "a2", Parent: "a1", Sec: 2, Msg: id, Req: "r", In: 3, Out: 9, Stop: "end_turn"}.String(),
+		}, 1},
+		{"a weaker later line does not move it", []string{
+			A{UUID: "a2", Parent: "u1", Sec: 2, Msg: id, Req: "r", In: 3, Out: 300, Stop: "end_turn"}.String(),
+			A{UUID: "a1", Parent: "u1", Sec: 5, Msg: id, Req: "r", In: 3, Out: 2}.String(),
+		}, 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			log, _ := run(t, file{sessionPath(sessA), append([]string{prompt}, tc.lines...)})
+			if got := one(t, "requests", log.requests); !got.UsageAt.Equal(at(tc.sec)) {
+				t.Errorf("UsageAt %v, want %v", got.UsageAt, at(tc.sec))
+			}
+		})
+	}
+}

@@ -69,6 +69,9 @@ type RequestState struct {
 	Usage     transcript.Usage `json:"u"`
 	Start     time.Time        `json:"s"`
 	End       time.Time        `json:"e"`
+	// UsageAt is the time of the line whose usage counts (zero in states
+	// written before it was kept).
+	UsageAt time.Time `json:"ua,omitempty"`
 	// Version 1 only.
 	Emitted   bool     `json:"x,omitempty"`
 	Counted   Tokens   `json:"c"`
@@ -153,7 +156,7 @@ func (a *Assembler) State() State {
 		Agents:   make([]AgentState, 0, len(a.agents))}
 	for _, r := range a.requests {
 		st.Requests = append(st.Requests, RequestState{Seq: r.seq, Where: r.where, MsgID: r.msgID, Model: r.model, Usage: r.usage,
-			RequestID: r.requestID, Stop: r.stop, Start: r.start, End: r.end, Interrupt: r.interrupt, ToolIDs: r.toolIDs,
+			RequestID: r.requestID, Stop: r.stop, Start: r.start, End: r.end, UsageAt: r.usageAt, Interrupt: r.interrupt, ToolIDs: r.toolIDs,
 			Advisor: r.advisor, Skill: r.skill, Plugin: r.plugin, Effort: r.effort, MCPServer: r.mcpServer, CacheMiss: r.cacheMiss, CacheMissTokens: r.cacheMissTokens})
 	}
 	st.Labels = make([]LabelState, len(a.labelList))
@@ -239,7 +242,7 @@ func (a *Assembler) Restore(st State, now time.Time) error {
 			continue
 		}
 		a.requests[r.MsgID] = &reqState{seq: r.Seq, where: r.Where, msgID: r.MsgID, model: r.Model, usage: r.Usage,
-			requestID: r.RequestID, stop: r.Stop, start: r.Start, end: r.End, lastSeen: now, interrupt: r.Interrupt, toolIDs: r.ToolIDs,
+			requestID: r.RequestID, stop: r.Stop, start: r.Start, end: r.End, usageAt: r.UsageAt, lastSeen: now, interrupt: r.Interrupt, toolIDs: r.ToolIDs,
 			advisor: r.Advisor, skill: r.Skill, plugin: r.Plugin, effort: r.Effort, mcpServer: r.MCPServer, cacheMiss: r.CacheMiss, cacheMissTokens: r.CacheMissTokens}
 	}
 	for _, k := range st.DoneTools {

@@ -173,6 +173,10 @@ type Request struct {
 	// Start is the time of the record that triggered the request (its
 	// parent), End the time of its last line.
 	Start, End time.Time
+	// UsageAt is the time of the line whose usage counts (the first line
+	// with the best counts; zero when unknown): where usage-block tools
+	// (ccusage) place the request.
+	UsageAt time.Time
 	// Interrupted is set when the user interrupted this request.
 	Interrupted bool
 	ToolUseIDs  []string
@@ -381,6 +385,10 @@ type Compaction struct {
 	Time      time.Time
 }
 
+// KindRetry is the APIError kind of a retried request (an api_error
+// system record).
+const KindRetry = "retry"
+
 // APIError is an API error, a limit notice or a retry, read from
 // <synthetic> lines and system records.
 type APIError struct {
@@ -392,6 +400,14 @@ type APIError struct {
 	Time   time.Time
 	// Text is the notice text, capture only.
 	Text string
+	// UsageEntry says ccusage reads the line as a usage entry (of no
+	// tokens): a <synthetic> line with message.usage whose speed is not
+	// null.
+	UsageEntry bool
+	// Head is the start of the notice text (at most
+	// transcript.TextHeadMax bytes), always set for <synthetic> lines:
+	// Claude Code's own wording, which limit notices are read from.
+	Head string
 }
 
 // Sink receives units. Methods are called synchronously from Add and

@@ -741,6 +741,7 @@ func (d *Decoder) usage(b []byte, v int, u *Usage, adv *[]AdvisorUsage) (int, er
 		case "speed":
 			var next int
 			var err error
+			u.SpeedNull = v < len(b) && b[v] == 'n'
 			u.Speed, next, err = d.label(b, v)
 			return next, err
 		case "inference_geo":

@@ -120,6 +120,24 @@ func TestDecodeRecordKinds(t *testing.T) {
 			},
 		},
 		{
+			name: "synthetic line with usage.speed null (Claude Code 2.1)",
+			line: `{"type":"assistant","uuid":"a-9","timestamp":"2026-03-04T08:10:04.565Z","message":{"id":"eaeb3468","model":"<synthetic>","role":"assistant","stop_reason":"stop_sequence","type":"message","usage":{"input_tokens":0,"output_tokens":0,"cache_creation_input_tokens":0,"cache_read_input_tokens":0,"service_tier":null,"inference_geo":null,"iterations":null,"speed":null},"content":[{"type":"text","text":"You've hit your limit · resets 2pm (Asia/Shanghai)"}]},"error":"rate_limit","isApiErrorMessage":true}`,
+			check: func(t *testing.T, r *Record) {
+				eq(t, "HasUsage", r.Message.HasUsage, true)
+				eq(t, "SpeedNull", r.Message.Usage.SpeedNull, true)
+				eq(t, "Speed", r.Message.Usage.Speed, "")
+				eq(t, "TextHead", r.Message.TextHead, "You've hit your limit · resets 2pm (Asia/Shanghai)")
+			},
+		},
+		{
+			name: "usage.speed standard is not null",
+			line: `{"type":"assistant","uuid":"a-10","timestamp":"2026-03-04T08:10:04.565Z","message":{"id":"msg_9","model":"claude-opus-4-6","role":"assistant","usage":{"input_tokens":1,"output_tokens":2,"speed":"standard"},"content":[]}}`,
+			check: func(t *testing.T, r *Record) {
+				eq(t, "SpeedNull", r.Message.Usage.SpeedNull, false)
+				eq(t, "Speed", r.Message.Usage.Speed, "standard")
+			},
+		},
+		{
 			name: "toolUseResult of a Task call names the subagent",
 			line: `{"type":"user","uuid":"u-4","message":{"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_task","content":[{"type":"text","text":"done"}]}]},"toolUseResult":{"status":"completed","prompt":"look around","agentId":"a1b2c3","agentType":"Explore","content":[{"type":"text","text":"done"}],"totalDurationMs":12345,"totalTokens":999,"usage":{"input_tokens":5}}}`,
 			check: func(t *testing.T, r *Record) {

@@ -117,6 +117,9 @@ type Usage struct {
 	// (us, global, not_available, ...): price modifiers of the request.
 	Speed string
 	Geo   string
+	// SpeedNull says usage.speed was null (Claude Code 2.1.x writes it so
+	// on the lines it makes up itself; ccusage 20 rejects such lines).
+	SpeedNull bool
 	// Problem is set when a count was not a whole number from 0 to
 	// MaxUsageTokens; every count is then zero.
 	Problem UsageProblem
