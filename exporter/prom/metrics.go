@@ -106,7 +106,7 @@ func NewMetrics(reg prometheus.Registerer, activeWindow time.Duration, now func(
 			"Pull requests: created by a successful gh pr create shell call (source gh_pr_create), or linked to a session by a pr-link record, once per pull request (source pr_link).",
 			c, nil, "source", "project"),
 		activeTime: newVec(name("active_time_seconds_total"),
-			"Active time by type: cli is Claude working on a turn (prompt to its last main-thread record), user the time between a turn's end and the next prompt, each gap capped at 5 minutes.",
+			"Active time by type: cli is Claude working on a turn (Claude Code's turn_duration where it wrote one, else the turn's work records with each silence counted up to 60 s), user the time from a turn's last work to the next prompt, capped at 5 minutes.",
 			c, nil, "type", "project"),
 		turns: newVec(name("turns_total"),
 			"Human prompts (turns); commands, tool results, meta and compact summaries excluded.", c, nil, "project"),
