@@ -1,0 +1,199 @@
+package session
+
+// Subagents: their files, the sidechains written inside session files,
+// the Task/Agent calls that launch them, forks, and who spent a request.
+
+import (
+	"strings"
+	"time"
+
+	"github.com/claude-transcript-exporter/claude-transcript-exporter/mapping/transcript"
+)
+
+type agentState struct {
+	seq         uint64
+	id          string
+	sessionID   string
+	agentType   string
+	description string
+	toolUseID   string
+	warmup      bool
+	warmupKnown bool
+	background  bool
+	emitted     bool
+	start, end  time.Time
+	project     string
+}
+
+// sidechainAgent names the subagent of a sidechain line written inside a
+// session file, as Claude Code wrote them up to 2.0: a Task call, then
+// the subagent's lines (isSidechain, chained by parentUuid from a first
+// prompt without parent), then the call's result. A first line takes the
+// session's oldest Task/Agent call no sidechain has taken (returned as
+// task, to link); its subagent is "side-" and that call's id ("side-"
+// and the line's uuid when no call is waiting). Later lines follow their
+// parent; a line whose parent is unknown (read after a restart) goes with
+// the session's last sidechain.
+func (a *Assembler) sidechainAgent(s *sessState, r *transcript.Record) (agentID, task string) {
+	if s.side == nil {
+		s.side = map[string]string{}
+	}
+	defer func() {
+		if r.UUID != "" {
+			s.side[r.UUID] = agentID
+		}
+		s.lastSide = agentID
+	}()
+	if id, ok := s.side[r.ParentUUID]; ok && r.ParentUUID != "" {
+		return id, ""
+	}
+	if id, ok := a.sideRoots[r.UUID]; ok && r.UUID != "" {
+		return id, "" // a resumed session's copy
+	}
+	if r.ParentUUID != "" && s.lastSide != "" {
+		return s.lastSide, ""
+	}
+	if len(s.pendingTasks) > 0 {
+		task = s.pendingTasks[0]
+		s.pendingTasks = s.pendingTasks[1:]
+		agentID = "side-" + task
+	} else {
+		agentID = "side-" + r.UUID
+	}
+	if r.UUID != "" {
+		a.sideRoots[r.UUID] = agentID
+	}
+	return agentID, task
+}
+
+// rank orders the readers of one request: its main thread first, then a
+// subagent, then a fork whose first lines copy its parent's history
+// (compaction, side questions, prompt suggestions). A request read by
+// several is theirs who ranks first, whatever order the files are read in.
+func (a *Assembler) rank(w Where) int {
+	switch {
+	case w.AgentID == "":
+		return 2
+	case isFork(w.AgentID):
+		return 0
+	}
+	if ag := a.agents[w.AgentID]; ag != nil && ag.agentType == "fork" {
+		return 0
+	}
+	return 1
+}
+
+// isFork says an agent id is one of the forks Claude Code runs for itself.
+func isFork(agentID string) bool {
+	for _, p := range [...]string{"acompact-", "aside_question-", "aprompt_suggestion-"} {
+		if strings.HasPrefix(agentID, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// DefaultSubagentType is the type Claude Code runs a Task/Agent call
+// without subagent_type as.
+const DefaultSubagentType = "general-purpose"
+
+// SubagentType is the subagent type a tool call launches: its
+// subagent_type, general-purpose for a Task/Agent call without one, ""
+// for any other tool.
+func SubagentType(tu *transcript.ToolUse) string {
+	if tu.SubagentType == "" && (tu.Name == "Task" || tu.Name == "Agent") {
+		return DefaultSubagentType
+	}
+	return tu.SubagentType
+}
+
+func (a *Assembler) agentByTool(toolUseID string) *agentState { return a.byTool[toolUseID] }
+
+func (a *Assembler) linkAgentTool(ag *agentState, toolUseID string) {
+	ag.toolUseID = toolUseID
+	a.byTool[toolUseID] = ag
+	if t := a.tools[toolUseID]; t != nil {
+		t.call.AgentID = ag.id
+		if ag.agentType == "" && t.call.SubagentType != "" {
+			ag.agentType = t.call.SubagentType
+		}
+		if ag.description == "" {
+			ag.description = t.call.Description
+		}
+	}
+}
+
+func (a *Assembler) emitAgent(ag *agentState) {
+	if ag.emitted {
+		return
+	}
+	ag.emitted = true
+	typ := a.agentType(ag)
+	if t := a.tools[ag.toolUseID]; t != nil && ag.toolUseID != "" && t.call.Background {
+		ag.background = true
+	}
+	w := Where{SessionID: ag.sessionID, AgentID: ag.id}
+	if s := a.sessions[ag.sessionID]; s != nil {
+		w.Project = a.project(s)
+	}
+	if w.Project == "" {
+		w.Project = ag.project
+	}
+	a.sink.Subagent(&Subagent{
+		Where:       w,
+		AgentType:   typ,
+		Description: ag.description,
+		ToolUseID:   ag.toolUseID,
+		Warmup:      ag.warmup,
+		Background:  ag.background,
+		Start:       ag.start,
+		End:         ag.end,
+		Ended:       true,
+	})
+}
+
+// agentType is the type a subagent is known by so far: from its
+// .meta.json or its Task/Agent call; "compact" for the compaction fork,
+// "unknown" when nothing says.
+func (a *Assembler) agentType(ag *agentState) string {
+	typ := ag.agentType
+	if typ == "" && ag.toolUseID != "" {
+		if t := a.tools[ag.toolUseID]; t != nil {
+			typ = t.call.SubagentType
+		}
+	}
+	if typ == "" && strings.HasPrefix(ag.id, "acompact-") {
+		// Claude Code runs compaction as a subagent with this id prefix.
+		typ = "compact"
+	}
+	if typ == "" && strings.HasPrefix(ag.id, "aside_question-") {
+		typ = "aside_question" // a /btw side question, a fork of the session
+	}
+	if typ == "" {
+		typ = "unknown"
+	}
+	return typ
+}
+
+// spender says who spent a request read at w: the main thread, or the
+// subagent w.AgentID is (compaction and other forks Claude Code runs for
+// itself are told by their agent id; warmups by their first prompt).
+func (a *Assembler) spender(w Where) string {
+	if w.AgentID == "" {
+		return SpenderMain
+	}
+	switch {
+	case strings.HasPrefix(w.AgentID, "acompact-"):
+		return SpenderCompaction
+	case strings.HasPrefix(w.AgentID, "aprompt_suggestion-"), strings.HasPrefix(w.AgentID, "aside_question-"):
+		return SpenderInternal
+	}
+	ag := a.agents[w.AgentID]
+	if ag == nil {
+		return SpenderSubagentPrefix + "unknown"
+	}
+	if ag.warmup {
+		return SpenderWarmup
+	}
+	return SpenderSubagentPrefix + a.agentType(ag)
+}
