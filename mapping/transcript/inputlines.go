@@ -2,7 +2,9 @@ package transcript
 
 import (
 	"bytes"
+	"encoding/binary"
 	"hash/maphash"
+	"math/bits"
 )
 
 // Bounds of the line diff of an Edit's old_string and new_string (see
@@ -29,7 +31,7 @@ type diffScratch struct {
 	seed       maphash.Seed
 	old, new   []uint64
 	row        []int32
-	line       []byte
+	line, text []byte
 	seedIsMade bool
 }
 
@@ -129,16 +131,19 @@ func (d *Decoder) multiEditElem(b []byte, v int, l *InputLines) (int, error) {
 // diffLines returns the lines added and removed by replacing the text old
 // with new (raw JSON string contents), by the rule of InputLines.
 func (d *Decoder) diffLines(old, new []byte) (added, removed int64) {
-	nOld, nNew := countLines(old), countLines(new)
-	if nOld == 0 || nNew == 0 || nOld+nNew > MaxDiffLines {
-		return nNew, nOld
-	}
 	s := &d.diff
 	if !s.seedIsMade {
 		s.seed, s.seedIsMade = maphash.MakeSeed(), true
 	}
-	s.old = s.lineHashes(s.old[:0], old)
-	s.new = s.lineHashes(s.new[:0], new)
+	var over bool
+	s.old, over = s.lineHashes(s.old[:0], old, MaxDiffLines)
+	if !over {
+		s.new, over = s.lineHashes(s.new[:0], new, MaxDiffLines-len(s.old))
+	}
+	if over {
+		s.release()
+		return countLines(new), countLines(old)
+	}
 	a, b := s.old, s.new
 	for len(a) > 0 && len(b) > 0 && a[0] == b[0] {
 		a, b = a[1:], b[1:]
@@ -155,48 +160,117 @@ func (d *Decoder) diffLines(old, new []byte) (added, removed int64) {
 	return int64(m - common), int64(n - common)
 }
 
-// lineHashes appends the hash of each line of a JSON string's raw text:
-// its unescaped text split at newlines, a last line without one counting
-// ("" has none). It finds the same lines as countLines.
-func (s *diffScratch) lineHashes(dst []uint64, raw []byte) []uint64 {
-	buf := s.line[:0]
-	escaped := false // the line holds an escape: its text so far is in buf
-	start := 0
-	for i := 0; ; {
-		j := bytes.IndexByte(raw[i:], '\\')
-		if j < 0 {
-			break
-		}
-		j += i
-		if j+1 >= len(raw) {
-			break
-		}
-		w, nl := escapeAt(raw, j)
-		if nl {
-			line := raw[start:j]
-			if escaped {
-				buf = append(buf, line...)
-				line = buf
+// lineHashes appends the hash of each line of a JSON string's raw text
+// (the lines countLines counts), stopping, over true, past limit lines.
+// Lines compare by their unescaped text: a line is hashed in a canonical
+// escaped form, which is its raw text when its only escapes are \" \\ \t
+// \r \b \f (as Claude Code writes them), else rebuilt from its text.
+func (s *diffScratch) lineHashes(dst []uint64, raw []byte, limit int) (_ []uint64, over bool) {
+	n := 0
+	it := segments{raw: raw}
+	for {
+		seg, plain, last := it.next()
+		if plain {
+			if len(seg) > 0 || !last {
+				if n++; n > limit {
+					return dst, true
+				}
+				dst = append(dst, maphash.Bytes(s.seed, seg))
 			}
-			dst = append(dst, maphash.Bytes(s.seed, line))
-			buf, escaped = buf[:0], false
 		} else {
-			buf = append(buf, raw[start:j]...)
-			buf = appendUnescaped(buf, raw[j:j+w], -1)
-			escaped = true
+			s.text = appendUnescaped(s.text[:0], seg, -1)
+			for text := s.text; ; {
+				i := bytes.IndexByte(text, '\n')
+				line := text
+				if i >= 0 {
+					line = text[:i]
+				} else if len(text) == 0 && last {
+					break
+				}
+				if n++; n > limit {
+					return dst, true
+				}
+				s.line = appendCanonical(s.line[:0], line)
+				dst = append(dst, maphash.Bytes(s.seed, s.line))
+				if i < 0 {
+					break
+				}
+				text = text[i+1:]
+			}
 		}
-		i = j + w
-		start = i
-	}
-	if escaped || start < len(raw) {
-		line := raw[start:]
-		if escaped {
-			buf = append(buf, line...)
-			line = buf
+		if last {
+			return dst, false
 		}
-		dst = append(dst, maphash.Bytes(s.seed, line))
 	}
-	s.line = buf[:0]
+}
+
+// segments splits a JSON string's raw text at its \n escapes.
+type segments struct {
+	raw      []byte
+	i, start int
+}
+
+// next returns the next segment, whether its only escapes are \" \\ \t
+// \r \b \f (plain: no \u, which can hide a newline, nor \/), and whether
+// it is the last one.
+func (it *segments) next() (seg []byte, plain, last bool) {
+	raw := it.raw
+	plain = true
+	for {
+		i := nextBackslash(raw, it.i)
+		if i+1 >= len(raw) {
+			seg, it.i = raw[it.start:], len(raw)
+			return seg, plain, true
+		}
+		switch raw[i+1] {
+		case 'n':
+			seg = raw[it.start:i]
+			it.i, it.start = i+2, i+2
+			return seg, plain, false
+		case 'u', '/':
+			plain = false
+		}
+		it.i = i + 2
+	}
+}
+
+// nextBackslash is the index of the first backslash of b at or after i,
+// or len(b), read a word at a time (see nextStringSpecial).
+func nextBackslash(b []byte, i int) int {
+	for ; i+8 <= len(b); i += 8 {
+		w := binary.LittleEndian.Uint64(b[i:])
+		s := w ^ (lsb * '\\')
+		if m := ((s - lsb) &^ s) & hiBits; m != 0 {
+			return i + bits.TrailingZeros64(m)>>3
+		}
+	}
+	for ; i < len(b); i++ {
+		if b[i] == '\\' {
+			return i
+		}
+	}
+	return i
+}
+
+// appendCanonical appends text escaped as a plain line is: " \ tab CR BS
+// FF as two-byte escapes, every other byte as it is.
+func appendCanonical(dst, text []byte) []byte {
+	for _, c := range text {
+		switch c {
+		case '"', '\\':
+			dst = append(dst, '\\', c)
+		case '\t':
+			dst = append(dst, '\\', 't')
+		case '\r':
+			dst = append(dst, '\\', 'r')
+		case '\b':
+			dst = append(dst, '\\', 'b')
+		case '\f':
+			dst = append(dst, '\\', 'f')
+		default:
+			dst = append(dst, c)
+		}
+	}
 	return dst
 }
 
@@ -255,6 +329,9 @@ func (s *diffScratch) release() {
 	if cap(s.line) > 16*keepScratch {
 		s.line = nil
 	}
+	if cap(s.text) > 16*keepScratch {
+		s.text = nil
+	}
 }
 
 // countLines counts the lines of a JSON string's raw text: its unescaped
@@ -262,25 +339,31 @@ func (s *diffScratch) release() {
 // "" has none.
 func countLines(raw []byte) int64 {
 	var n int64
-	lineStart := 0
-	for i := 0; ; {
-		j := bytes.IndexByte(raw[i:], '\\')
-		if j < 0 {
-			break
+	it := segments{raw: raw}
+	for {
+		seg, plain, last := it.next()
+		rest := len(seg) > 0 // text after the segment's last newline
+		if !plain {
+			// \u000a is a newline too (no writer seen uses it).
+			for i := 0; i < len(seg); {
+				if seg[i] != '\\' || i+1 >= len(seg) {
+					i++
+					continue
+				}
+				w, nl := escapeAt(seg, i)
+				if nl {
+					n++
+					rest = i+w < len(seg)
+				}
+				i += w
+			}
 		}
-		j += i
-		if j+1 >= len(raw) {
-			break
+		if last {
+			if rest {
+				n++
+			}
+			return n
 		}
-		w, nl := escapeAt(raw, j)
-		if nl {
-			n++
-			lineStart = j + w
-		}
-		i = j + w
-	}
-	if lineStart < len(raw) {
 		n++
 	}
-	return n
 }

@@ -90,8 +90,8 @@ func TestDiffLinesEqualsReferenceDiff(t *testing.T) {
 		if got, want := countLines(rawOld), int64(len(referenceLines(old))); got != want {
 			t.Fatalf("lines of %q (raw %q): %d; reference %d", old, rawOld, got, want)
 		}
-		if got := len(d.diff.lineHashes(nil, rawOld)); int64(got) != countLines(rawOld) {
-			t.Fatalf("%q: %d line hashes, %d lines", rawOld, got, countLines(rawOld))
+		if hashes, over := d.diff.lineHashes(nil, rawOld, MaxDiffLines); over || int64(len(hashes)) != countLines(rawOld) {
+			t.Fatalf("%q: %d line hashes (over %v), %d lines", rawOld, len(hashes), over, countLines(rawOld))
 		}
 	}
 }
