@@ -173,7 +173,10 @@ func referenceLines(s string) []string {
 
 // referenceDiff is the rule on unescaped text with a full LCS table.
 func referenceDiff(old, new string) (added, removed int64) {
-	a, b := referenceLines(old), referenceLines(new)
+	return referenceDiffLines(referenceLines(old), referenceLines(new))
+}
+
+func referenceDiffLines(a, b []string) (added, removed int64) {
 	table := make([][]int, len(a)+1)
 	for i := range table {
 		table[i] = make([]int, len(b)+1)
@@ -189,4 +192,57 @@ func referenceDiff(old, new string) (added, removed int64) {
 	}
 	c := table[0][0]
 	return int64(len(b) - c), int64(len(a) - c)
+}
+
+// referenceInputLines is the rule of InputLines on a tool_use input read
+// by encoding/json (nil when it is not an object).
+func referenceInputLines(name string, in map[string]any) InputLines {
+	str := func(v any) (string, bool) { s, ok := v.(string); return s, ok }
+	diff := func(old, new string) (int64, int64) {
+		a, b := referenceLines(old), referenceLines(new)
+		if len(a)+len(b) > MaxDiffLines {
+			return int64(len(b)), int64(len(a))
+		}
+		for len(a) > 0 && len(b) > 0 && a[0] == b[0] {
+			a, b = a[1:], b[1:]
+		}
+		for len(a) > 0 && len(b) > 0 && a[len(a)-1] == b[len(b)-1] {
+			a, b = a[:len(a)-1], b[:len(b)-1]
+		}
+		if len(a)*len(b) > MaxDiffCells {
+			return int64(len(b)), int64(len(a))
+		}
+		return referenceDiffLines(a, b)
+	}
+	switch name {
+	case "Edit":
+		old, okOld := str(in["old_string"])
+		new, okNew := str(in["new_string"])
+		if !okOld && !okNew {
+			return InputLines{}
+		}
+		a, r := diff(old, new)
+		return InputLines{Has: true, Added: a, Removed: r}
+	case "MultiEdit":
+		edits, ok := in["edits"].([]any)
+		if !ok {
+			return InputLines{}
+		}
+		l := InputLines{Has: true}
+		for _, e := range edits {
+			if m, ok := e.(map[string]any); ok {
+				old, _ := str(m["old_string"])
+				new, _ := str(m["new_string"])
+				a, r := diff(old, new)
+				l.Added += a
+				l.Removed += r
+			}
+		}
+		return l
+	case "Write":
+		if c, ok := str(in["content"]); ok {
+			return InputLines{Has: true, Added: int64(len(referenceLines(c)))}
+		}
+	}
+	return InputLines{}
 }
