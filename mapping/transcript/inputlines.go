@@ -217,40 +217,56 @@ func (it *segments) next() (seg []byte, plain, last bool) {
 	raw := it.raw
 	plain = true
 	for {
-		i := nextBackslash(raw, it.i)
-		if i+1 >= len(raw) {
+		i := nextLineEscape(raw, it.i)
+		if i >= len(raw) {
 			seg, it.i = raw[it.start:], len(raw)
 			return seg, plain, true
 		}
-		switch raw[i+1] {
-		case 'n':
+		// The backslash starts an escape unless it is the second of an
+		// escaped backslash: an odd run of backslashes before it.
+		k := i
+		for k > 0 && raw[k-1] == '\\' {
+			k--
+		}
+		if (i-k)%2 == 1 {
+			it.i = i + 1
+			continue
+		}
+		if raw[i+1] == 'n' {
 			seg = raw[it.start:i]
 			it.i, it.start = i+2, i+2
 			return seg, plain, false
-		case 'u', '/':
-			plain = false
 		}
+		plain = false
 		it.i = i + 2
 	}
 }
 
-// nextBackslash is the index of the first backslash of b at or after i,
-// or len(b), read a word at a time (see nextStringSpecial).
-func nextBackslash(b []byte, i int) int {
-	for ; i+8 <= len(b); i += 8 {
+// nextLineEscape is the index of the first backslash of b at or after i
+// followed by n, u or / (what can end a line or make it not plain), or
+// len(b), read a word at a time.
+func nextLineEscape(b []byte, i int) int {
+	for ; i+9 <= len(b); i += 8 {
 		w := binary.LittleEndian.Uint64(b[i:])
-		s := w ^ (lsb * '\\')
-		if m := ((s - lsb) &^ s) & hiBits; m != 0 {
+		next := binary.LittleEndian.Uint64(b[i+1:])
+		m := zeroBytes(w^(lsb*'\\')) & (zeroBytes(next^(lsb*'n')) | zeroBytes(next^(lsb*'u')) | zeroBytes(next^(lsb*'/')))
+		if m != 0 {
 			return i + bits.TrailingZeros64(m)>>3
 		}
 	}
-	for ; i < len(b); i++ {
-		if b[i] == '\\' {
+	for ; i+1 < len(b); i++ {
+		if b[i] == '\\' && (b[i+1] == 'n' || b[i+1] == 'u' || b[i+1] == '/') {
 			return i
 		}
 	}
-	return i
+	return len(b)
 }
+
+// low7 is 0x7f in every byte.
+const low7 = 0x7f7f7f7f7f7f7f7f
+
+// zeroBytes has bit 7 set in exactly the bytes of x that are zero.
+func zeroBytes(x uint64) uint64 { return ^(((x & low7) + low7) | x | low7) }
 
 // appendCanonical appends text escaped as a plain line is: " \ tab CR BS
 // FF as two-byte escapes, every other byte as it is.
@@ -336,34 +352,64 @@ func (s *diffScratch) release() {
 
 // countLines counts the lines of a JSON string's raw text: its unescaped
 // text split at newlines (\n, \u000a), a last line without one counting;
-// "" has none.
+// "" has none. It reads a word at a time: a backslash followed by n is a
+// newline unless an odd run of backslashes comes before it, which only a
+// word holding two backslashes side by side (or a \u) needs checked.
 func countLines(raw []byte) int64 {
 	var n int64
-	it := segments{raw: raw}
-	for {
-		seg, plain, last := it.next()
-		rest := len(seg) > 0 // text after the segment's last newline
-		if !plain {
-			// \u000a is a newline too (no writer seen uses it).
-			for i := 0; i < len(seg); {
-				if seg[i] != '\\' || i+1 >= len(seg) {
-					i++
-					continue
-				}
-				w, nl := escapeAt(seg, i)
-				if nl {
-					n++
-					rest = i+w < len(seg)
-				}
-				i += w
-			}
+	i := 0
+	for ; i+9 <= len(raw); i += 8 {
+		w := binary.LittleEndian.Uint64(raw[i:])
+		bs := zeroBytes(w ^ (lsb * '\\'))
+		if bs == 0 {
+			continue
 		}
-		if last {
-			if rest {
+		next := binary.LittleEndian.Uint64(raw[i+1:])
+		nl := bs & zeroBytes(next^(lsb*'n'))
+		u := bs & zeroBytes(next^(lsb*'u'))
+		if nl == 0 && u == 0 {
+			continue
+		}
+		if u == 0 && bs&(bs<<8) == 0 && (i == 0 || raw[i-1] != '\\' || bs&0x80 == 0) {
+			n += int64(bits.OnesCount64(nl))
+			continue
+		}
+		for m := nl | u; m != 0; m &= m - 1 {
+			if isNewlineEscape(raw, i+bits.TrailingZeros64(m)>>3) {
 				n++
 			}
-			return n
 		}
+	}
+	for ; i+1 < len(raw); i++ {
+		if raw[i] == '\\' && (raw[i+1] == 'n' || raw[i+1] == 'u') && isNewlineEscape(raw, i) {
+			n++
+		}
+	}
+	if len(raw) > 0 && !endsWithNewline(raw) {
 		n++
 	}
+	return n
+}
+
+// isNewlineEscape says the backslash at raw[j] starts an escape (an even
+// run of backslashes comes before it) that is a newline (\n, \u000a).
+func isNewlineEscape(raw []byte, j int) bool {
+	k := j
+	for k > 0 && raw[k-1] == '\\' {
+		k--
+	}
+	if (j-k)%2 == 1 || j+1 >= len(raw) {
+		return false
+	}
+	_, nl := escapeAt(raw, j)
+	return nl
+}
+
+// endsWithNewline says the text ends with a newline escape.
+func endsWithNewline(raw []byte) bool {
+	l := len(raw)
+	if l >= 2 && raw[l-1] == 'n' && raw[l-2] == '\\' && isNewlineEscape(raw, l-2) {
+		return true
+	}
+	return l >= 6 && raw[l-6] == '\\' && raw[l-5] == 'u' && isNewlineEscape(raw, l-6)
 }

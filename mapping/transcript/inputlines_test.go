@@ -64,7 +64,7 @@ func TestDecodeEditInputLines(t *testing.T) {
 // at newlines, full LCS table), and its line count the reference's.
 func TestDiffLinesEqualsReferenceDiff(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 20))
-	pieces := []string{"a", "b", "c", "", "  x", "\t", "\"q\"", "é", "\\", "\u2028", "\r"}
+	pieces := []string{"a", "b", "c", "", "  x", "\t", "\"q\"", "é", "\\", "\u2028", "\r", "n", "\\\\n", "u000a", "longer line of text"}
 	text := func() string {
 		var sb strings.Builder
 		for n := rng.IntN(12); n > 0; n-- {
@@ -76,7 +76,7 @@ func TestDiffLinesEqualsReferenceDiff(t *testing.T) {
 		return sb.String()
 	}
 	d := NewDecoder(Options{})
-	for i := 0; i < 3000; i++ {
+	for i := 0; i < 20000; i++ {
 		old, new := text(), text()
 		if rng.IntN(4) == 0 {
 			new = old + text()
