@@ -4,8 +4,9 @@ import "strings"
 
 // The documented bounds of an input diff (README, lines_of_code_total):
 // a pair of texts of more than 65,536 lines together counts all their
-// lines; after the common first and last lines are dropped, a rest of
-// more than 1,048,576 line pairs counts all its lines.
+// lines; after the common first and last lines are dropped, the rests are
+// diffed while one call compares at most 1,048,576 line pairs in all (a
+// MultiEdit's edits in order), and counted whole past that.
 const (
 	diffLinesBound = 65536
 	diffPairsBound = 1 << 20
@@ -16,9 +17,10 @@ const (
 // says), a MultiEdit the sum of its edits' diffs, a Write every line of
 // its content added.
 func inputDiff(tool string, input map[string]any) (added, removed int64) {
+	pairsLeft := diffPairsBound
 	switch tool {
 	case "Edit":
-		return lineDiff(str(input["old_string"]), str(input["new_string"]))
+		return lineDiff(str(input["old_string"]), str(input["new_string"]), &pairsLeft)
 	case "MultiEdit":
 		list, _ := input["edits"].([]any)
 		for _, e := range list {
@@ -26,7 +28,7 @@ func inputDiff(tool string, input map[string]any) (added, removed int64) {
 			if !ok {
 				continue
 			}
-			a, r := lineDiff(str(edit["old_string"]), str(edit["new_string"]))
+			a, r := lineDiff(str(edit["old_string"]), str(edit["new_string"]), &pairsLeft)
 			added += a
 			removed += r
 		}
@@ -38,8 +40,9 @@ func inputDiff(tool string, input map[string]any) (added, removed int64) {
 }
 
 // lineDiff counts the lines a diff of old to new shows added and removed:
-// each side's lines not in their longest common subsequence.
-func lineDiff(old, new string) (added, removed int64) {
+// each side's lines not in their longest common subsequence. The pairs of
+// lines it compares come off pairsLeft.
+func lineDiff(old, new string, pairsLeft *int) (added, removed int64) {
 	a, b := splitLines(old), splitLines(new)
 	if len(a)+len(b) > diffLinesBound {
 		return int64(len(b)), int64(len(a))
@@ -50,9 +53,10 @@ func lineDiff(old, new string) (added, removed int64) {
 	for len(a) > 0 && len(b) > 0 && a[len(a)-1] == b[len(b)-1] {
 		a, b = a[:len(a)-1], b[:len(b)-1]
 	}
-	if len(a)*len(b) > diffPairsBound {
+	if len(a)*len(b) > *pairsLeft {
 		return int64(len(b)), int64(len(a))
 	}
+	*pairsLeft -= len(a) * len(b)
 	// prev[j] is the LCS of the lines of a read so far and b[:j].
 	prev := make([]int, len(b)+1)
 	cur := make([]int, len(b)+1)

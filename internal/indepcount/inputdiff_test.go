@@ -38,6 +38,12 @@ func TestInputDiff(t *testing.T) {
 		{"notebook edit is counted elsewhere", "NotebookEdit", map[string]any{"new_source": "a", "old_string": "b"}, 0, 0},
 		{"past the pairs bound every line left counts", "Edit", map[string]any{"old_string": "z\n" + many("a", 1024), "new_string": many("a", 1024) + "z\n"}, 1025, 1025},
 		{"at the pairs bound the diff is exact", "Edit", map[string]any{"old_string": "z\n" + many("a", 1023), "new_string": many("a", 1023) + "z\n"}, 1, 1},
+		{"a multiedit's edits share the pairs bound", "MultiEdit", map[string]any{"edits": []any{
+			map[string]any{"old_string": "z\n" + many("a", 1023), "new_string": many("a", 1023) + "z\n"},
+			map[string]any{"old_string": "x\ny\nz", "new_string": "x2\ny\nz2"}}}, 1 + 3, 1 + 3},
+		{"what one edit used is gone for the next", "MultiEdit", map[string]any{"edits": []any{
+			map[string]any{"old_string": "x\ny\nz", "new_string": "x2\ny\nz2"},
+			map[string]any{"old_string": "z\n" + many("a", 1023), "new_string": many("a", 1023) + "z\n"}}}, 2 + 1024, 2 + 1024},
 		{"past the lines bound every line counts", "Edit", map[string]any{"old_string": many("a", 40000), "new_string": many("a", 30000)}, 30000, 40000},
 	}
 	for _, tc := range cases {

@@ -14,9 +14,10 @@ const (
 	// MaxDiffLines bounds the lines of a pair of texts that are diffed;
 	// a larger pair counts all its lines.
 	MaxDiffLines = 1 << 16
-	// MaxDiffCells bounds the pairs of lines compared (n×m of the lines
-	// left after dropping the common leading and trailing ones); a
-	// larger rest counts all its lines.
+	// MaxDiffCells bounds the pairs of lines one call compares (n×m of
+	// the lines left after dropping the common leading and trailing
+	// ones, summed over a MultiEdit's edits); an edit whose rest would
+	// pass what is left of it counts all the lines of that rest.
 	MaxDiffCells = 1 << 20
 )
 
@@ -51,8 +52,9 @@ func (d *Decoder) editInputLines(b []byte, key []byte, v int, tu *ToolUse, pair 
 			return 0, false, nil
 		}
 		tu.InputLines.Has = true
+		budget := MaxDiffCells
 		next, err := arrayElems(b, v, func(v int) (int, error) {
-			return d.multiEditElem(b, v, &tu.InputLines)
+			return d.multiEditElem(b, v, &tu.InputLines, &budget)
 		})
 		return next, true, err
 	case tu.Name == "Write" && string(key) == "content":
@@ -100,13 +102,15 @@ func (d *Decoder) finishEdit(b []byte, tu *ToolUse, pair *[2]span) {
 	if tu.Name != "Edit" || (!pair[0].set && !pair[1].set) {
 		return
 	}
-	added, removed := d.diffLines(pair[0].raw(b), pair[1].raw(b))
+	budget := MaxDiffCells
+	added, removed := d.diffLines(pair[0].raw(b), pair[1].raw(b), &budget)
 	tu.InputLines = InputLines{Has: true, Added: added, Removed: removed}
 }
 
-// multiEditElem adds the diff of one MultiEdit edit to l; an element that
-// is not an object counts nothing.
-func (d *Decoder) multiEditElem(b []byte, v int, l *InputLines) (int, error) {
+// multiEditElem adds the diff of one MultiEdit edit to l, within the
+// call's budget of compared line pairs; an element that is not an object
+// counts nothing.
+func (d *Decoder) multiEditElem(b []byte, v int, l *InputLines, budget *int) (int, error) {
 	if v >= len(b) || b[v] != '{' {
 		return skipValue(b, v)
 	}
@@ -122,15 +126,16 @@ func (d *Decoder) multiEditElem(b []byte, v int, l *InputLines) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	added, removed := d.diffLines(pair[0].raw(b), pair[1].raw(b))
+	added, removed := d.diffLines(pair[0].raw(b), pair[1].raw(b), budget)
 	l.Added += added
 	l.Removed += removed
 	return end, nil
 }
 
 // diffLines returns the lines added and removed by replacing the text old
-// with new (raw JSON string contents), by the rule of InputLines.
-func (d *Decoder) diffLines(old, new []byte) (added, removed int64) {
+// with new (raw JSON string contents), by the rule of InputLines; the
+// line pairs it compares come off budget.
+func (d *Decoder) diffLines(old, new []byte, budget *int) (added, removed int64) {
 	s := &d.diff
 	if !s.seedIsMade {
 		s.seed, s.seedIsMade = maphash.MakeSeed(), true
@@ -153,8 +158,9 @@ func (d *Decoder) diffLines(old, new []byte) (added, removed int64) {
 	}
 	n, m := len(a), len(b)
 	common := 0
-	if n > 0 && m > 0 && n*m <= MaxDiffCells {
+	if n > 0 && m > 0 && n*m <= *budget {
 		common = s.lcs(a, b)
+		*budget -= n * m
 	}
 	s.release()
 	return int64(m - common), int64(n - common)

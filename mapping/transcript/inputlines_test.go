@@ -82,7 +82,8 @@ func TestDiffLinesEqualsReferenceDiff(t *testing.T) {
 			new = old + text()
 		}
 		rawOld, rawNew := rawJSON(t, old, rng.IntN(2) == 0), rawJSON(t, new, rng.IntN(2) == 0)
-		added, removed := d.diffLines(rawOld, rawNew)
+		budget := MaxDiffCells
+		added, removed := d.diffLines(rawOld, rawNew, &budget)
 		wantAdded, wantRemoved := referenceDiff(old, new)
 		if added != wantAdded || removed != wantRemoved {
 			t.Fatalf("%q → %q: +%d -%d; reference +%d -%d", old, new, added, removed, wantAdded, wantRemoved)
@@ -121,7 +122,8 @@ func TestDiffLinesBounds(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			added, removed := d.diffLines([]byte(tc.old), []byte(tc.new))
+			budget := MaxDiffCells
+			added, removed := d.diffLines([]byte(tc.old), []byte(tc.new), &budget)
 			if added != tc.added || removed != tc.removed {
 				t.Errorf("+%d -%d; want +%d -%d", added, removed, tc.added, tc.removed)
 			}
@@ -198,6 +200,7 @@ func referenceDiffLines(a, b []string) (added, removed int64) {
 // by encoding/json (nil when it is not an object).
 func referenceInputLines(name string, in map[string]any) InputLines {
 	str := func(v any) (string, bool) { s, ok := v.(string); return s, ok }
+	budget := MaxDiffCells
 	diff := func(old, new string) (int64, int64) {
 		a, b := referenceLines(old), referenceLines(new)
 		if len(a)+len(b) > MaxDiffLines {
@@ -209,9 +212,10 @@ func referenceInputLines(name string, in map[string]any) InputLines {
 		for len(a) > 0 && len(b) > 0 && a[len(a)-1] == b[len(b)-1] {
 			a, b = a[:len(a)-1], b[:len(b)-1]
 		}
-		if len(a)*len(b) > MaxDiffCells {
+		if len(a)*len(b) > budget {
 			return int64(len(b)), int64(len(a))
 		}
+		budget -= len(a) * len(b)
 		return referenceDiffLines(a, b)
 	}
 	switch name {
@@ -245,4 +249,36 @@ func referenceInputLines(name string, in map[string]any) InputLines {
 		}
 	}
 	return InputLines{}
+}
+
+// TestMultiEditSharesTheDiffBudget: a MultiEdit's edits compare at most
+// MaxDiffCells line pairs together, in order; an edit past what is left
+// counts all its lines left after trimming.
+func TestMultiEditSharesTheDiffBudget(t *testing.T) {
+	var a strings.Builder
+	for i := 0; i < 1023; i++ {
+		a.WriteString(`a` + strings.Repeat("x", i%7) + `\n`)
+	}
+	big := `{"old_string":"z\n` + a.String() + `","new_string":"` + a.String() + `z\n"}` // 1024×1024 pairs: +1 -1
+	small := `{"old_string":"x\ny\nz","new_string":"x2\ny\nz2"}`                         // 3×3 pairs: +2 -2 diffed, +3 -3 not
+	line := func(edits string) string {
+		return `{"type":"assistant","message":{"id":"m","content":[{"type":"tool_use","id":"t","name":"MultiEdit","input":{"edits":[` + edits + `]}}]}}`
+	}
+	cases := []struct {
+		name  string
+		edits string
+		want  InputLines
+	}{
+		{"small first: the big one no longer fits", small + "," + big, InputLines{true, 2 + 1024, 2 + 1024}},
+		{"big first leaves nothing: the small one is counted whole", big + "," + small, InputLines{true, 4, 4}},
+		{"each edit of its own call is diffed", small, InputLines{true, 2, 2}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			r := decodeOK(t, Options{}, line(tc.edits))
+			if got := r.Message.ToolUses[0].InputLines; got != tc.want {
+				t.Errorf("%+v; want %+v", got, tc.want)
+			}
+		})
+	}
 }

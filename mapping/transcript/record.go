@@ -220,9 +220,10 @@ type EditResult struct {
 //
 // Bounds (never met by real edits, which diff at most a few hundred lines):
 // a pair of texts with more than MaxDiffLines lines together counts all
-// of them, and one whose lines left after dropping the common leading
-// and trailing lines make more than MaxDiffCells pairs counts all those
-// lines, undiffed.
+// of them; the lines left after dropping the common leading and trailing
+// lines are diffed while the pairs of lines compared stay within
+// MaxDiffCells for the whole call (a MultiEdit's edits share it, in
+// order), else counted all, undiffed.
 //
 // Has says the input named something to count: a string old_string or
 // new_string, an edits array, a string content.
