@@ -1043,8 +1043,6 @@ func resultError(b []byte) bool {
 	return isErr
 }
 
-// taskInput reads subagent_type, description and run_in_background from a
-// Task/Agent input.
 // editInput reads an edit tool's input: the extension of the file it
 // names, a NotebookEdit's new_source line count, and the InputLines of an
 // Edit, MultiEdit or Write.
@@ -1140,6 +1138,8 @@ func ExtOf(path []byte) string {
 	return lower[i+1:]
 }
 
+// taskInput reads subagent_type, description and run_in_background from a
+// Task/Agent input.
 func (d *Decoder) taskInput(b []byte, v int, tu *ToolUse) {
 	if v >= len(b) || b[v] != '{' {
 		return
