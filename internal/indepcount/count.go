@@ -108,6 +108,9 @@ type toolUse struct {
 	// Bash: the command commits / creates a pull request.
 	commit, prCreate bool
 	notebookLines    int64 // NotebookEdit: lines of new_source (0 for delete)
+	// Edit, MultiEdit, Write: the lines the input adds and removes
+	// (inputDiff), counted when the result has no patch.
+	inputAdded, inputRemoved int64
 }
 
 // firstResult is what the first tool_result of a call says beyond is_error.
@@ -445,6 +448,7 @@ func (c *counter) carrier(where, agent string, rec map[string]any, ts time.Time)
 				if name == "NotebookEdit" && str(input["edit_mode"]) != "delete" {
 					u.notebookLines = lineCount(str(input["new_source"]))
 				}
+				u.inputAdded, u.inputRemoved = inputDiff(name, input)
 				c.toolUses[id] = u
 			case "Bash":
 				u := c.toolUses[id]
@@ -735,8 +739,10 @@ func firstText(content any) string {
 // edits counts what an answered call of an edit tool or the shell did:
 // the user's decision (reject when its first result is Claude Code's
 // rejection text), the lines its first result's structuredPatch adds and
-// removes (a created file's lines; a NotebookEdit's new_source) when it
-// succeeded, and commits and pull requests of successful Bash calls.
+// removes (a created file's lines; without either, a NotebookEdit's
+// new_source, or what an Edit, MultiEdit or Write input adds and removes)
+// when it succeeded, and commits and pull requests of successful Bash
+// calls.
 func (c *counter) edits(u toolUse, r firstResult, outcome string) {
 	t := c.t
 	if outcome == OutcomeUnanswered {
@@ -753,8 +759,14 @@ func (c *counter) edits(u toolUse, r firstResult, outcome string) {
 		}
 		t.EditDecisions[u.name+"|accept|"+Language(u.ext)]++
 		added, removed := r.added, r.removed
-		if !r.hasEdit && u.name == "NotebookEdit" {
+		switch {
+		case r.hasEdit:
+		case u.name == "NotebookEdit":
 			added = u.notebookLines
+		default:
+			// No patch (subagents of Claude Code 2.1.2xx write no
+			// toolUseResult): what the input says.
+			added, removed = u.inputAdded, u.inputRemoved
 		}
 		if added > 0 || removed > 0 {
 			t.LinesOfCode["added|"+u.name+"|"+Language(u.ext)] += added

@@ -483,17 +483,22 @@ func EditDecision(c *session.ToolCall) string {
 }
 
 // EditLines are the lines an edit tool call added and removed: from its
-// result's structuredPatch (+ and - lines), a created file's lines, or a
-// NotebookEdit's new_source; nothing for a rejected or failed call.
+// result's structuredPatch (+ and - lines) or a created file's lines;
+// without them (no toolUseResult: subagents of Claude Code 2.1.2xx), from
+// its input: a NotebookEdit's new_source, an Edit, MultiEdit or Write by
+// the rule of transcript.InputLines. Nothing for a rejected or failed
+// call.
 func EditLines(c *session.ToolCall) (added, removed int64) {
 	if c.Rejected || c.Outcome != session.OutcomeOK {
 		return 0, 0
 	}
-	if c.Edit.Has {
+	switch {
+	case c.Edit.Has:
 		return c.Edit.Added, c.Edit.Removed
-	}
-	if c.Name == "NotebookEdit" {
+	case c.Name == "NotebookEdit":
 		return c.NotebookLines, 0
+	case c.InputLines.Has:
+		return c.InputLines.Added, c.InputLines.Removed
 	}
 	return 0, 0
 }

@@ -194,12 +194,13 @@ func TestToolCallsCarryEditFactsAndPullRequestsCountOnce(t *testing.T) {
 		}},
 	)
 	c1 := one(t, "toolu_1", log.toolsOf("toolu_1"))
-	if c1.Ext != "go" || c1.Edit != (transcript.EditResult{Has: true, Added: 2, Removed: 1}) || c1.Rejected {
+	if c1.Ext != "go" || c1.Edit != (transcript.EditResult{Has: true, Added: 2, Removed: 1}) || c1.Rejected ||
+		c1.InputLines != (transcript.InputLines{Has: true, Added: 1, Removed: 1}) {
 		t.Errorf("toolu_1: %+v", c1)
 	}
 	late := one(t, "toolu_late", log.toolsOf("toolu_late"))
-	if late.Ext != "ts" || late.Edit.Added != 2 {
-		t.Errorf("toolu_late: ext %q edit %+v", late.Ext, late.Edit)
+	if late.Ext != "ts" || late.Edit.Added != 2 || late.InputLines != (transcript.InputLines{Has: true, Added: 1, Removed: 1}) {
+		t.Errorf("toolu_late: ext %q edit %+v input %+v", late.Ext, late.Edit, late.InputLines)
 	}
 	c2 := one(t, "toolu_2", log.toolsOf("toolu_2"))
 	if !c2.Rejected || c2.Ext != "makefile" || c2.Edit.Has {

@@ -25,7 +25,8 @@ type tally struct {
 	warmups     int
 	apiErrors   map[string]int64
 	turnUnits   int
-	// edits: per tool, "+"/"-" lines, "reject" calls; "commit", "pr"
+	// edits: per tool, "+"/"-" lines, "input+"/"input-" lines of its
+	// input, "reject" calls; "commit", "pr"
 	// (created and not linked before) and "pr-link" counts.
 	edits map[string]int64
 }
@@ -76,6 +77,10 @@ func (t *tally) ToolCall(c *ToolCall) {
 	m[string(c.Outcome)]++
 	t.edits[c.Name+"|+"] += c.Edit.Added
 	t.edits[c.Name+"|-"] += c.Edit.Removed
+	if c.InputLines.Has {
+		t.edits[c.Name+"|input+"] += c.InputLines.Added
+		t.edits[c.Name+"|input-"] += c.InputLines.Removed
+	}
 	if c.Rejected {
 		t.edits[c.Name+"|reject"]++
 	}

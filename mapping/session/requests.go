@@ -189,6 +189,7 @@ func (a *Assembler) assistant(c *ctxState, r *transcript.Record, now time.Time) 
 			Input:         tu.Input,
 			Ext:           tu.Ext,
 			NotebookLines: tu.NotebookLines,
+			InputLines:    tu.InputLines,
 			Shell:         tu.Shell,
 		}}
 		a.tools[tu.ID] = ts

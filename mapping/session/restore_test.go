@@ -83,13 +83,14 @@ func feed(asm *Assembler, lines []srcLine, now time.Time) {
 }
 
 // TestRestoredStateContinuesExactly splits a real tree's lines (and the
-// synthetic edits tree's) at several points, saves the state (through
-// JSON, as the checkpoint does) into a fresh assembler and goes on: the
-// totals equal one uninterrupted run.
+// synthetic edits and subagent-edits trees') at several points, saves
+// the state (through JSON, as the checkpoint does) into a fresh assembler
+// and goes on: the totals equal one uninterrupted run.
 func TestRestoredStateContinuesExactly(t *testing.T) {
 	root := testbackend.CorpusDir(t)
 	edits := filepath.Join(testbackend.RepoRoot(t), "testdata", "synthetic", "edits")
-	for _, tree := range []string{filepath.Join(root, "aistrad"), filepath.Join(root, "eduardodmb"), filepath.Join(root, "spotter"), edits} {
+	subEdits := filepath.Join(testbackend.RepoRoot(t), "testdata", "synthetic", "subagent-edits")
+	for _, tree := range []string{filepath.Join(root, "aistrad"), filepath.Join(root, "eduardodmb"), filepath.Join(root, "spotter"), edits, subEdits} {
 		lines := treeLines(t, tree)
 		now := time.Unix(0, 0)
 		straight := newTally()

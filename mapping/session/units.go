@@ -244,9 +244,12 @@ type ToolCall struct {
 	Input      string // capture only
 	Output     string // capture only
 	// Ext is the extension of the file an edit tool names; NotebookLines
-	// a NotebookEdit's new_source lines; Shell what a Bash command does.
+	// a NotebookEdit's new_source lines; InputLines what an Edit,
+	// MultiEdit or Write input adds and removes (transcript.InputLines);
+	// Shell what a Bash command does.
 	Ext           string
 	NotebookLines int64
+	InputLines    transcript.InputLines
 	Shell         transcript.ShellFacts
 	// Rejected says the user refused the call; Edit is what an edit
 	// tool's result says it changed.

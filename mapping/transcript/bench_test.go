@@ -125,3 +125,37 @@ func BenchmarkDecodeAssistantLine(b *testing.B) {
 		b.Fatalf("bad decode: %+v", r.Message)
 	}
 }
+
+// editLine is an Edit call of 40 lines replaced by 44, the middle changed
+// (its input's lines are diffed: InputLines).
+func editLine() string {
+	var old, new strings.Builder
+	for i := 0; i < 40; i++ {
+		line := `\t\tif err := step` + strings.Repeat("x", i%9) + `(ctx, \"arg\"); err != nil {\n`
+		old.WriteString(line)
+		if i == 20 {
+			new.WriteString(`\t\t// changed\n\t\tlog.Printf(\"%v\", v)\n\t\tv++\n\t\tw--\n`)
+		}
+		if i != 10 {
+			new.WriteString(line)
+		} else {
+			new.WriteString(`\t\tchanged()\n`)
+		}
+	}
+	return `{"type":"assistant","uuid":"e","message":{"id":"msg_e","model":"claude-opus-4-5","role":"assistant","content":[{"type":"tool_use","id":"toolu_e","name":"Edit","input":{"replace_all":false,"file_path":"/home/dev/work/project/main.go","old_string":"` +
+		old.String() + `","new_string":"` + new.String() + `"}}],"stop_reason":"tool_use","usage":{"input_tokens":3,"output_tokens":400}}}`
+}
+
+// BenchmarkDecodeEditLine: an Edit call, its input diffed.
+func BenchmarkDecodeEditLine(b *testing.B) {
+	line := []byte(editLine())
+	dec := NewDecoder(Options{})
+	var r Record
+	b.SetBytes(int64(len(line)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := dec.Decode(line, &r); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

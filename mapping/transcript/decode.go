@@ -72,6 +72,8 @@ type Decoder struct {
 	// embedding is set while decoding a progress record's data.message:
 	// envelopes are read one level deep, deeper ones are skipped.
 	embedding bool
+	// diff is the scratch of the line diffs of edit inputs.
+	diff diffScratch
 }
 
 // internMax bounds the intern table; it is cleared when full.
@@ -591,30 +593,6 @@ func patchHunk(b []byte, v int, e *EditResult) (int, error) {
 	})
 }
 
-// countLines counts the lines of a JSON string's raw text: its \n
-// escapes, plus a last line without one.
-func countLines(raw []byte) int64 {
-	var n int64
-	last := byte(0)
-	for i := 0; i < len(raw); i++ {
-		if raw[i] == '\\' && i+1 < len(raw) {
-			if raw[i+1] == 'n' {
-				n++
-				last = '\n'
-			} else {
-				last = raw[i+1]
-			}
-			i++
-			continue
-		}
-		last = raw[i]
-	}
-	if len(raw) > 0 && last != '\n' {
-		n++
-	}
-	return n
-}
-
 func (d *Decoder) progressData(b []byte, v int, r *Record) (int, error) {
 	if v >= len(b) || b[v] != '{' {
 		return skipValue(b, v)
@@ -1066,16 +1044,19 @@ func resultError(b []byte) bool {
 	return isErr
 }
 
-// taskInput reads subagent_type, description and run_in_background from a
-// Task/Agent input.
 // editInput reads an edit tool's input: the extension of the file it
-// names, and a NotebookEdit's new_source line count.
+// names, a NotebookEdit's new_source line count, and the InputLines of an
+// Edit, MultiEdit or Write.
 func (d *Decoder) editInput(b []byte, v int, tu *ToolUse) {
 	if v >= len(b) || b[v] != '{' {
 		return
 	}
 	deleted := false
+	var pair [2]span // an Edit's old_string, new_string
 	_, _ = objectFields(b, v, func(key []byte, v int) (int, error) {
+		if next, ok, err := d.editInputLines(b, key, v, tu, &pair); ok {
+			return next, err
+		}
 		switch string(key) {
 		case "file_path", "notebook_path":
 			if v < len(b) && b[v] == '"' {
@@ -1108,6 +1089,7 @@ func (d *Decoder) editInput(b []byte, v int, tu *ToolUse) {
 	if deleted {
 		tu.NotebookLines = 0
 	}
+	d.finishEdit(b, tu, &pair)
 }
 
 // MaxShellCommand bounds the part of a shell command read for ShellFacts.
@@ -1157,6 +1139,8 @@ func ExtOf(path []byte) string {
 	return lower[i+1:]
 }
 
+// taskInput reads subagent_type, description and run_in_background from a
+// Task/Agent input.
 func (d *Decoder) taskInput(b []byte, v int, tu *ToolUse) {
 	if v >= len(b) || b[v] != '{' {
 		return

@@ -86,6 +86,8 @@ func FuzzDecode(f *testing.F) {
 		`{"type":"assistant","message":{"model":"mod\u00e9l-\ud83d\ude00","id":"a\\\"","usage":{"input_tokens":1.5,"output_tokens":-3,"cache_read_input_tokens":null,"cache_creation_input_tokens":1e2}}}`,
 		`{"type":"user","timestamp":1778784474379,"message":{"content":[{"type":"tool_result","tool_use_id":"t\"","is_error":true}]}}`,
 		`{"type":"assistant","message":{"content":[{"input":{"description":"d","subagent_type":"Explore"},"name":"Task","type":"tool_use","id":"t"}]}}`,
+		`{"type":"assistant","message":{"content":[{"type":"tool_use","id":"t","name":"Edit","input":{"file_path":"/r/a.go","old_string":"a\n\tb \"q\"\nc","new_string":"a\nB\u000ac\n","replace_all":true}}]}}`,
+		`{"type":"assistant","message":{"content":[{"type":"tool_use","id":"t","name":"MultiEdit","input":{"edits":[{"old_string":"x\\ny","new_string":"x\ny"},3,{"new_string":"\u00e9\r\n"}]}},{"type":"tool_use","id":"w","name":"Write","input":{"content":"a\n\nb"}}]}}`,
 	} {
 		f.Add([]byte(s))
 	}
@@ -494,6 +496,10 @@ func compareBlocks(t *testing.T, blocks []any, m *Message) {
 			name := refString(b["name"])
 			if got.ID != refString(b["id"]) || got.Name != name {
 				t.Fatalf("tool_use %+v, encoding/json %v", got, b)
+			}
+			in, _ := b["input"].(map[string]any)
+			if want := referenceInputLines(name, in); got.InputLines != want {
+				t.Fatalf("%s input lines %+v, encoding/json and a plain diff %+v", name, got.InputLines, want)
 			}
 			if in, ok := b["input"].(map[string]any); ok && (name == "Task" || name == "Agent") {
 				if got.SubagentType != refString(in["subagent_type"]) {

@@ -180,6 +180,10 @@ type ToolUse struct {
 	// NotebookLines is the number of lines of a NotebookEdit's
 	// new_source (0 for edit_mode delete).
 	NotebookLines int64
+	// InputLines are the lines an Edit, MultiEdit or Write input says it
+	// adds and removes (see InputLines), counted while decoding: no text
+	// of the input is kept.
+	InputLines InputLines
 	// Shell says what a Bash call's command does (see ShellFacts).
 	Shell ShellFacts
 }
@@ -199,6 +203,35 @@ const (
 type EditResult struct {
 	Has            bool
 	Created        bool
+	Added, Removed int64
+}
+
+// InputLines are the lines an edit tool's input adds and removes, for a
+// call whose result holds no patch (Claude Code 2.1.2xx writes no
+// toolUseResult in subagent transcripts). The rule:
+//
+//   - Edit: the lines of a line diff of old_string to new_string, as a
+//     patch shows them: removed = lines of old_string, added = lines of
+//     new_string, each less the longest common subsequence of lines (the
+//     patch's context). A text's lines are those of its unescaped text
+//     split at newlines, a last line without one counting; "" has none.
+//     With replace_all the replacement counts once: how many places it
+//     changed is not in the transcript.
+//   - MultiEdit: the sum of that over its edits[].
+//   - Write: every line of content added, none removed: whether it
+//     replaced a file, and what was in it, is not in the transcript.
+//
+// Bounds (never met by real edits, which diff at most a few hundred lines):
+// a pair of texts with more than MaxDiffLines lines together counts all
+// of them; the lines left after dropping the common leading and trailing
+// lines are diffed while the pairs of lines compared stay within
+// MaxDiffCells for the whole call (a MultiEdit's edits share it, in
+// order), else counted all, undiffed.
+//
+// Has says the input named something to count: a string old_string or
+// new_string, an edits array, a string content.
+type InputLines struct {
+	Has            bool
 	Added, Removed int64
 }
 
