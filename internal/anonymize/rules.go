@@ -86,6 +86,7 @@ type ctx struct {
 	inRecord  bool   // the value is a member of a record
 	data      bool   // the value is a progress record's "data" object
 	synthetic bool   // inside a message Claude Code made up (API error, limit notice)
+	toolInput bool   // inside a tool_use block's input
 }
 
 func (a *Anonymizer) walk(b []byte, i int32, c ctx) {
@@ -136,6 +137,7 @@ func (a *Anonymizer) object(b []byte, kids []int32, c ctx) {
 			inRecord:  c.record,
 			data:      c.record && key == "data",
 			synthetic: synthetic,
+			toolInput: c.toolInput || key == "input" && toolTypes[typ],
 		})
 	}
 }
@@ -217,6 +219,13 @@ func (a *Anonymizer) str(b []byte, start, end int, c ctx) {
 		a.stats.Text++
 		a.fillText(s[1:])
 		return
+	case c.toolInput && codeKeys[c.key] && utf8.Valid(s):
+		// An edit's text: lines of code count the lines a diff of
+		// old_string and new_string shows, so equal lines must stay
+		// equal and different ones different (fillCode).
+		a.stats.Text++
+		a.fillCode(s)
+		return
 	case c.key == "command" && utf8.Valid(s):
 		// A shell command: its words decide commits and pull requests.
 		a.stats.Paths++
@@ -255,6 +264,38 @@ func (a *Anonymizer) str(b []byte, start, end int, c ctx) {
 	}
 	a.stats.Text++
 	a.fillText(s)
+}
+
+// codeKeys are the members of an edit tool's input whose lines the lines
+// of code rule diffs or counts (Edit, MultiEdit's edits, Write,
+// NotebookEdit).
+var codeKeys = map[string]bool{"old_string": true, "new_string": true, "content": true, "new_source": true}
+
+// fillCode fills an edit's text so that a line-by-line diff of the copy
+// shows what the original's shows: every run of letters, digits and
+// non-ASCII longer than one character goes through the key (mapRun: the
+// same run, the same filler; different runs, different fillers), one
+// ASCII letter or digit, punctuation, white space and escapes stay. Two
+// lines are then equal in the copy exactly when they were in the original.
+func (a *Anonymizer) fillCode(s []byte) {
+	for i := 0; i < len(s); {
+		j := runEnd(s, i, len(s))
+		switch {
+		case j == i:
+			if s[i] == '\\' && i+1 < len(s) {
+				i += 2
+				if s[i-1] == 'u' {
+					i += 4 // a \uXXXX escape of a control or ASCII character
+				}
+			} else {
+				i++
+			}
+			continue
+		case j-i > 1 || s[i] >= utf8.RuneSelf:
+			copy(s[i:j], a.mapRun(s[i:j]))
+		}
+		i = j
+	}
 }
 
 // commandPrefix returns, for a text that starts with a slash command, the
