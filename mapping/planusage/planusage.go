@@ -95,6 +95,16 @@ func StatusReason(code int) string {
 	return ReasonStatus
 }
 
+// Local says a reason is found on this machine, before any request: no
+// request is sent for it.
+func Local(reason string) bool {
+	switch reason {
+	case ReasonNoLogin, ReasonAPIKeyUser, ReasonCredentials, ReasonExpired:
+		return true
+	}
+	return false
+}
+
 // Transient says a reason may pass without anything changing on this
 // machine (the server's or the network's state): the poller backs off.
 func Transient(reason string) bool {
