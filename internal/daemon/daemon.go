@@ -23,6 +23,7 @@ import (
 	"github.com/claude-transcript-exporter/claude-transcript-exporter/exporter/prom"
 	"github.com/claude-transcript-exporter/claude-transcript-exporter/internal/checkpoint"
 	"github.com/claude-transcript-exporter/claude-transcript-exporter/internal/discover"
+	"github.com/claude-transcript-exporter/claude-transcript-exporter/internal/planusage"
 	"github.com/claude-transcript-exporter/claude-transcript-exporter/internal/safefile"
 	"github.com/claude-transcript-exporter/claude-transcript-exporter/mapping/metrics"
 	"github.com/claude-transcript-exporter/claude-transcript-exporter/mapping/session"
@@ -85,6 +86,11 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger, stdout io.Writer)
 	mapper := metrics.NewMapper(metrics.Config{Project: projectLabel, Prices: prices,
 		MaxAttribution: cfg.AttributionLimit}, usage)
 	claudeFiles := newFilesStage(&cfg, reg, mapper)
+	// The plan's usage endpoint, opt-in. Its window size estimate needs
+	// the active five-hour block: nil until the block tracker is wired
+	// here (issue 21); the poller then serves no estimate.
+	var planBlocks planusage.BlockSource
+	plan := newPlanUsage(&cfg, reg, logger.With("component", "planusage"), now, planBlocks)
 
 	// Traces.
 	traces, err := newTraces(ctx, &cfg, prices, logger.With("component", "traces"), self, stdout)
@@ -144,6 +150,10 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger, stdout io.Writer)
 			asm.Flush(now(), true)
 		}
 		claudeFiles.refresh(now(), true)
+		if plan != nil {
+			// One poll, after the read: the block is complete.
+			plan.Poll(ctx)
+		}
 		stats.publish(asm.Stats())
 		self.BackfillDone.Set(1)
 		self.BackfillSeconds.Set(now().Sub(start).Seconds())
@@ -275,6 +285,11 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger, stdout io.Writer)
 	debug.FreeOSMemory()
 	st.save(usage, asm, rd, traces, now(), true)
 	fl.nextFlush = now().Add(cfg.StateFlushInterval)
+	// The plan's usage poll runs beside the pipeline (a request may take
+	// seconds), from the end of the backfill on.
+	planCtx, stopPlan := context.WithCancel(ctx)
+	planDone := runPlanUsage(planCtx, plan)
+	defer func() { stopPlan(); <-planDone }()
 
 	// Follow until told to stop.
 	// The tick drives settling, idle timeouts, polling and state writes;
