@@ -49,7 +49,7 @@ func NewPlanUsage(reg prometheus.Registerer, now func() time.Time, maxAge time.D
 		reset: prometheus.NewDesc(name("plan_reset_timestamp_seconds"),
 			"Unix time each usage window resets, from the usage endpoint (as plan_utilization_ratio).", []string{"window"}, nil),
 		estimate: prometheus.NewDesc(name("plan_window_tokens_estimate"),
-			"The five-hour window's size in tokens, measured: the active block's tokens (all types) divided by the five-hour utilisation, at the answer's time. Only while the block and the window end within an hour of each other and the utilisation is at least 5 %. Usage of the plan on other machines or claude.ai lowers it.",
+			"The five-hour window's size in tokens, measured: the active block's tokens (all types) divided by the five-hour utilisation, at the answer's time. Only while the utilisation is at least 5 % and the block (when its end is known) and the window end within an hour of each other. Usage of the plan on other machines or claude.ai lowers it.",
 			nil, nil),
 		info: prometheus.NewDesc(name("plan_info"),
 			"1, with the plan as Claude Code's login names it: subscription_type (pro, max, ...), rate_limit_tier.",

@@ -87,8 +87,9 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger, stdout io.Writer)
 		MaxAttribution: cfg.AttributionLimit}, usage)
 	claudeFiles := newFilesStage(&cfg, reg, mapper)
 	// The plan's usage endpoint, opt-in. Its window size estimate needs
-	// the active five-hour block: nil until the block tracker is wired
-	// here (issue 21); the poller then serves no estimate.
+	// the active five-hour block (planusage.BlockSource, and BlockEnder
+	// for the alignment check): nil until the block tracker of issue 21
+	// is wired here; the poller then serves no estimate.
 	var planBlocks planusage.BlockSource
 	plan := newPlanUsage(&cfg, reg, logger.With("component", "planusage"), now, planBlocks)
 

@@ -54,18 +54,35 @@ const (
 	maxBody = 1 << 20
 )
 
-// BlockSource gives the active five-hour block of the transcripts, for
-// the window's size in tokens. It is called from the poller's goroutine:
-// an implementation must be safe for that.
+// BlockSource gives the tokens (all types) of the transcripts' active
+// five-hour block, for the window's size in tokens. It is called from the
+// poller's goroutine: an implementation must be safe for that.
 type BlockSource interface {
-	ActiveBlock(now time.Time) (planusage.Block, bool)
+	ActiveBlockTokens(now time.Time) (tokens int64, ok bool)
 }
 
-// BlockFunc adapts a function to BlockSource.
-type BlockFunc func(now time.Time) (planusage.Block, bool)
+// BlockEnder is a BlockSource that also tells when the active block ends.
+// With it, an estimate is made only while the block and the window end
+// within planusage.BlockAlignment of each other (the same five hours);
+// without it, whenever a block is active.
+type BlockEnder interface {
+	ActiveBlockEnd(now time.Time) (end time.Time, ok bool)
+}
 
-// ActiveBlock implements BlockSource.
-func (f BlockFunc) ActiveBlock(now time.Time) (planusage.Block, bool) { return f(now) }
+// activeBlock reads the active block from src.
+func activeBlock(src BlockSource, now time.Time) (planusage.Block, bool) {
+	tokens, ok := src.ActiveBlockTokens(now)
+	if !ok {
+		return planusage.Block{}, false
+	}
+	b := planusage.Block{Tokens: tokens}
+	if e, isEnder := src.(BlockEnder); isEnder {
+		if b.End, ok = e.ActiveBlockEnd(now); !ok {
+			return planusage.Block{}, false
+		}
+	}
+	return b, true
+}
 
 // Config configures a Poller.
 type Config struct {
@@ -206,7 +223,7 @@ func (p *Poller) Poll(ctx context.Context) {
 	}
 	snap := planusage.Snapshot{Usage: u, At: now, Plan: creds.Plan}
 	if five, ok := u.Window(planusage.WindowFiveHour); ok && p.cfg.Blocks != nil {
-		if b, ok := p.cfg.Blocks.ActiveBlock(now); ok {
+		if b, ok := activeBlock(p.cfg.Blocks, now); ok {
 			snap.Estimate, snap.HasEstimate = planusage.WindowTokens(five, b)
 		}
 	}

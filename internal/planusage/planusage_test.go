@@ -109,6 +109,20 @@ func writeLogin(t *testing.T, dir string, expires time.Time) {
 	}
 }
 
+// fakeBlocks is the block tracker's stand-in: a block active until end.
+type fakeBlocks struct {
+	end    time.Time
+	tokens int64
+}
+
+func (f *fakeBlocks) ActiveBlockTokens(now time.Time) (int64, bool) {
+	return f.tokens, now.Before(f.end)
+}
+
+type ender struct{ *fakeBlocks }
+
+func (f ender) ActiveBlockEnd(now time.Time) (time.Time, bool) { return f.end, now.Before(f.end) }
+
 type rig struct {
 	t    *testing.T
 	now  time.Time
@@ -168,10 +182,8 @@ func TestAnAnswerIsServedAsTheEndpointGaveItAndTheTokenOnlyGoesToTheEndpoint(t *
 	dir := t.TempDir()
 	t0 := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
 	writeLogin(t, dir, t0.Add(8*time.Hour))
-	blocks := BlockFunc(func(now time.Time) (planusage.Block, bool) {
-		return planusage.Block{Start: time.Date(2026, 11, 25, 10, 0, 0, 0, time.UTC), End: time.Date(2026, 11, 25, 15, 0, 0, 0, time.UTC), Tokens: 12_345_678}, true
-	})
-	r := newRig(t, e, dir, t0, blocks)
+	blocks := &fakeBlocks{end: time.Date(2026, 11, 25, 15, 0, 0, 0, time.UTC), tokens: 12_345_678}
+	r := newRig(t, e, dir, t0, ender{blocks})
 	e.next(answer{status: 200, body: goodBody})
 	r.at(t0, 0)
 	r.at(t0, 30*time.Second) // too soon: no request
@@ -382,5 +394,38 @@ func TestAServerThatRedirectsNeverGetsTheTokenElsewhere(t *testing.T) {
 	}
 	if other.requests() != 0 {
 		t.Errorf("the redirect was followed")
+	}
+}
+
+func TestTheWindowSizeIsEstimatedOnlyFromABlockOfTheSameFiveHours(t *testing.T) {
+	t0 := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
+	est := "claude_transcript_plan_window_tokens_estimate{}"
+	for _, tc := range []struct {
+		name   string
+		blocks BlockSource
+		want   float64 // 0: no sample
+	}{
+		{"the block ends at the window's reset", ender{&fakeBlocks{end: time.Date(2026, 11, 25, 15, 0, 0, 0, time.UTC), tokens: 8_000_000}}, 20_000_000},
+		{"the block ends two hours before it", ender{&fakeBlocks{end: time.Date(2026, 11, 25, 13, 0, 0, 0, time.UTC), tokens: 8_000_000}}, 0},
+		{"no block is active", ender{&fakeBlocks{end: t0, tokens: 8_000_000}}, 0},
+		{"a source that does not tell the end", &fakeBlocks{end: time.Date(2026, 11, 25, 13, 0, 0, 0, time.UTC), tokens: 8_000_000}, 20_000_000},
+		{"no source (the tracker not wired)", nil, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEndpoint(t)
+			dir := t.TempDir()
+			writeLogin(t, dir, t0.Add(time.Hour))
+			r := newRig(t, e, dir, t0, tc.blocks)
+			e.next(answer{status: 200, body: goodBody})
+			r.at(t0, 0)
+			_, s := r.scrape()
+			got, ok := s[est]
+			if ok != (tc.want != 0) || got != tc.want {
+				t.Errorf("estimate %v (served %v), want %v", got, ok, tc.want)
+			}
+			if s["claude_transcript_plan_utilization_ratio{window=five_hour}"] != 0.40 {
+				t.Errorf("the utilisation is not served: %v", s)
+			}
+		})
 	}
 }

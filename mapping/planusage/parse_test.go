@@ -196,7 +196,7 @@ func TestParseCredentialsKeepsTheLoginAndNeverQuotesTheFile(t *testing.T) {
 
 func TestWindowTokensIsTheBlockOverTheUtilisationWhenTheyAreTheSameFiveHours(t *testing.T) {
 	reset := at("2026-11-25T15:00:00.5Z")
-	block := Block{Start: at("2026-11-25T10:00:00Z"), End: at("2026-11-25T15:00:00Z"), Tokens: 12_000_000}
+	block := Block{End: at("2026-11-25T15:00:00Z"), Tokens: 12_000_000}
 	for _, tc := range []struct {
 		name string
 		w    Window
@@ -208,6 +208,7 @@ func TestWindowTokensIsTheBlockOverTheUtilisationWhenTheyAreTheSameFiveHours(t *
 		{"a fractional percent", Window{Utilization: 37.5, HasUtilization: true, ResetsAt: reset}, block, 32_000_000, true},
 		{"block ending 59 minutes from the reset", Window{Utilization: 40, HasUtilization: true, ResetsAt: reset.Add(59 * time.Minute)}, block, 30_000_000, true},
 		{"block of another window", Window{Utilization: 40, HasUtilization: true, ResetsAt: reset.Add(3 * time.Hour)}, block, 0, false},
+		{"block whose end is not known", Window{Utilization: 40, HasUtilization: true, ResetsAt: reset.Add(3 * time.Hour)}, Block{Tokens: 12_000_000}, 30_000_000, true},
 		{"at the least utilisation", Window{Utilization: MinEstimateUtilization, HasUtilization: true, ResetsAt: reset}, block, 240_000_000, true},
 		{"below it", Window{Utilization: 4, HasUtilization: true, ResetsAt: reset}, block, 0, false},
 		{"zero", Window{Utilization: 0, HasUtilization: true, ResetsAt: reset}, block, 0, false},

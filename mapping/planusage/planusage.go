@@ -116,10 +116,11 @@ func Transient(reason string) bool {
 }
 
 // Block is the active five-hour block of the transcripts (ccusage's
-// definition): its span and its tokens so far, all types.
+// definition): its tokens so far, all types, and its end (zero when the
+// source does not say: then no alignment is checked).
 type Block struct {
-	Start, End time.Time
-	Tokens     int64
+	End    time.Time
+	Tokens int64
 }
 
 // Estimate rules.
@@ -138,12 +139,13 @@ const (
 // WindowTokens is the five-hour window's size in tokens: the active
 // block's tokens divided by the window's utilisation. ok is false when no
 // estimate can be made: no utilisation or below MinEstimateUtilization, no
-// reset time, no tokens, or a block that does not line up with the window.
+// reset time, no tokens, or a block whose end is known and does not line
+// up with the window.
 func WindowTokens(five Window, b Block) (float64, bool) {
 	if !five.HasUtilization || five.Utilization < MinEstimateUtilization || five.ResetsAt.IsZero() || b.Tokens <= 0 {
 		return 0, false
 	}
-	if d := b.End.Sub(five.ResetsAt); d > BlockAlignment || d < -BlockAlignment {
+	if d := b.End.Sub(five.ResetsAt); !b.End.IsZero() && (d > BlockAlignment || d < -BlockAlignment) {
 		return 0, false
 	}
 	return math.Round(float64(b.Tokens) * 100 / five.Utilization), true
