@@ -58,7 +58,8 @@ FUZZ_TARGETS := \
 	FuzzStringEnd:./mapping/transcript \
 	FuzzPipeline:./internal/daemon \
 	FuzzTail:./internal/tail \
-	FuzzParse:./mapping/claudedir
+	FuzzParse:./mapping/claudedir \
+	FuzzAnswers:./mapping/planusage
 
 fuzz:
 	@GO=$(GO) FUZZTIME=$(FUZZTIME) FUZZMINTIME=$(FUZZMINTIME) tools/fuzz.sh $(FUZZ_TARGETS)
