@@ -59,7 +59,9 @@ FUZZ_TARGETS := \
 	FuzzPipeline:./internal/daemon \
 	FuzzTail:./internal/tail \
 	FuzzParse:./mapping/claudedir \
-	FuzzShellRulesAgree:./internal/indepcount
+	FuzzShellRulesAgree:./internal/indepcount \
+	FuzzAnswers:./mapping/planusage \
+	FuzzParseNeverFails:./mapping/limits
 
 fuzz:
 	@GO=$(GO) FUZZTIME=$(FUZZTIME) FUZZMINTIME=$(FUZZMINTIME) tools/fuzz.sh $(FUZZ_TARGETS)

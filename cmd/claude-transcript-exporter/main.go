@@ -103,6 +103,10 @@ func run(args []string) int {
 	app.Flag("otlp.spool-dir", "Directory where spans wait on disk while the OTLP receiver is down or slow, so that metrics keep updating and no span is lost. Default: spool/ next to --state.file; without a state file there is no spool and an outage stalls reading once the in-memory queue is full. Not used with --oneshot.").
 		StringVar(&cfg.Traces.SpoolDir)
 	bytesFlag(app, "otlp.spool-max-bytes", "Cap on the spans waiting in the spool. Past it the oldest spans are dropped first (counted in claude_transcript_exporter_spool_dropped_spans_total, logged once); 0: no cap.", &cfg.Traces.SpoolMaxBytes)
+	app.Flag("limits.usage-api", "Poll the plan's utilisation from Anthropic's OAuth usage endpoint (the one behind Claude Code's /usage; undocumented, may change) with your own Claude Code login (.credentials.json in the Claude dir, or the macOS Keychain): "+
+		"sends that login's token to --limits.usage-api.url and nothing else. Off by default.").BoolVar(&cfg.Limits.UsageAPI)
+	durationFlag(app, "limits.usage-api.interval", "Time between two polls of the usage endpoint (at least 1m; failures back off further).", &cfg.Limits.UsageAPIInterval)
+	app.Flag("limits.usage-api.url", "Base URL of the usage endpoint (https; http only to a loopback address).").Default(cfg.Limits.UsageAPIURL).StringVar(&cfg.Limits.UsageAPIURL)
 	logCfg := &promslog.Config{}
 	flag.AddFlags(app, logCfg)
 

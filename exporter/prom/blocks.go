@@ -121,6 +121,19 @@ func (m *Metrics) ActiveBlockTokens(now time.Time) (tokens int64, ok bool) {
 	return s.Active.Tokens.Total(), true
 }
 
+// ActiveBlockEnd is when the active five-hour block ends (ok false when
+// none is active), for the plan usage poller's alignment check.
+func (m *Metrics) ActiveBlockEnd(now time.Time) (end time.Time, ok bool) {
+	p := m.plan
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	s := p.tracker.Summary(now)
+	if s.Active == nil {
+		return time.Time{}, false
+	}
+	return s.Active.End, true
+}
+
 // BlocksState returns the plan-limit state.
 func (m *Metrics) BlocksState() BlocksState {
 	p := m.plan

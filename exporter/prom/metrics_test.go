@@ -14,6 +14,7 @@ import (
 	"github.com/claude-transcript-exporter/claude-transcript-exporter/internal/testbackend"
 	"github.com/claude-transcript-exporter/claude-transcript-exporter/mapping/blocks"
 	"github.com/claude-transcript-exporter/claude-transcript-exporter/mapping/metrics"
+	"github.com/claude-transcript-exporter/claude-transcript-exporter/mapping/planusage"
 )
 
 func populated(t *testing.T, now time.Time) *prometheus.Registry {
@@ -45,6 +46,13 @@ func populated(t *testing.T, now time.Time) *prometheus.Registry {
 	m.Activity("s2", "repo", now.Add(-time.Hour))
 	self.LinesRead.Add(10)
 	self.TailLag.Observe(0.01)
+	plan := NewPlanUsage(reg, func() time.Time { return now }, planusage.MaxAge(time.Minute))
+	used, limit := 500.0, 10000.0
+	plan.Set(planusage.Snapshot{At: now, Estimate: 3e7, HasEstimate: true, Plan: planusage.Plan{SubscriptionType: "max", RateLimitTier: "default_claude_max_20x"},
+		Usage: planusage.Usage{Windows: []planusage.Window{{Name: "five_hour", Utilization: 40, HasUtilization: true, ResetsAt: now.Add(time.Hour)}},
+			Extra: planusage.ExtraUsage{Present: true, Enabled: true, UsedCredits: &used, MonthlyLimit: &limit}}})
+	plan.Errors.WithLabelValues("rate_limited").Inc()
+	plan.LastSuccess.Set(float64(now.Unix()))
 	return reg
 }
 

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"net"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,6 +13,7 @@ import (
 
 	"github.com/claude-transcript-exporter/claude-transcript-exporter/exporter/otlp"
 	"github.com/claude-transcript-exporter/claude-transcript-exporter/internal/discover"
+	"github.com/claude-transcript-exporter/claude-transcript-exporter/internal/planusage"
 	"github.com/claude-transcript-exporter/claude-transcript-exporter/internal/safefile"
 	"github.com/claude-transcript-exporter/claude-transcript-exporter/mapping/metrics"
 	"github.com/claude-transcript-exporter/claude-transcript-exporter/mapping/session"
@@ -92,6 +95,22 @@ type Config struct {
 	Traces TracesConfig
 	// Push configures the OTLP metrics push.
 	Push PushConfig
+	// Limits configures the plan limits' opt-in sources.
+	Limits LimitsConfig
+}
+
+// LimitsConfig configures the opt-in poll of the plan's usage endpoint.
+type LimitsConfig struct {
+	// UsageAPI polls Anthropic's OAuth usage endpoint with the user's
+	// Claude Code login (--limits.usage-api); off by default.
+	UsageAPI bool
+	// UsageAPIInterval is the time between polls, at least a minute
+	// (--limits.usage-api.interval).
+	UsageAPIInterval time.Duration
+	// UsageAPIURL is the endpoint's base URL (--limits.usage-api.url):
+	// https, or http to a loopback address only (the token must not
+	// cross a network in clear).
+	UsageAPIURL string
 }
 
 // TracesConfig configures span export.
@@ -172,6 +191,7 @@ func NewConfig() Config {
 			Timeout:         10 * time.Second,
 			SpoolMaxBytes:   DefaultSpoolMaxBytes,
 		},
+		Limits: LimitsConfig{UsageAPIInterval: planusage.MinInterval, UsageAPIURL: planusage.DefaultURL},
 	}
 }
 
@@ -349,6 +369,9 @@ func (c *Config) Validate() error {
 	if c.ShutdownTimeout <= 0 {
 		return fmt.Errorf("--shutdown.timeout: %s must be positive", c.ShutdownTimeout)
 	}
+	if err := c.Limits.validate(); err != nil {
+		return err
+	}
 	t := c.Traces
 	switch t.Exporter {
 	case "auto", "otlp", "stdout", "none":
@@ -388,6 +411,27 @@ func (c *Config) Validate() error {
 		if st, err := os.Stat(t.SpoolDir); err == nil && !st.IsDir() {
 			return fmt.Errorf("--otlp.spool-dir: %s is not a directory", t.SpoolDir)
 		}
+	}
+	return nil
+}
+
+func (l LimitsConfig) validate() error {
+	if l.UsageAPIInterval < planusage.MinInterval {
+		return fmt.Errorf("--limits.usage-api.interval: %s is below %s (the endpoint rate-limits eagerly)", l.UsageAPIInterval, planusage.MinInterval)
+	}
+	u, err := url.Parse(l.UsageAPIURL)
+	if err != nil || u.Host == "" || u.User != nil || u.RawQuery != "" || u.Fragment != "" {
+		return fmt.Errorf("--limits.usage-api.url: %q is not a base URL (https://host[:port][/path])", l.UsageAPIURL)
+	}
+	switch u.Scheme {
+	case "https":
+	case "http":
+		ip := net.ParseIP(u.Hostname())
+		if u.Hostname() != "localhost" && (ip == nil || !ip.IsLoopback()) {
+			return fmt.Errorf("--limits.usage-api.url: %s: http only to a loopback address (the login's token would cross the network in clear); use https", l.UsageAPIURL)
+		}
+	default:
+		return fmt.Errorf("--limits.usage-api.url: %s: want https", l.UsageAPIURL)
 	}
 	return nil
 }

@@ -24,6 +24,7 @@ import (
 	"github.com/claude-transcript-exporter/claude-transcript-exporter/exporter/prom"
 	"github.com/claude-transcript-exporter/claude-transcript-exporter/internal/checkpoint"
 	"github.com/claude-transcript-exporter/claude-transcript-exporter/internal/discover"
+	"github.com/claude-transcript-exporter/claude-transcript-exporter/internal/planusage"
 	"github.com/claude-transcript-exporter/claude-transcript-exporter/internal/safefile"
 	"github.com/claude-transcript-exporter/claude-transcript-exporter/mapping/limits"
 	"github.com/claude-transcript-exporter/claude-transcript-exporter/mapping/metrics"
@@ -95,6 +96,11 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger, stdout io.Writer)
 	mapper := metrics.NewMapper(metrics.Config{Project: projectLabel, Prices: prices,
 		MaxAttribution: cfg.AttributionLimit, LimitZones: limits.Zones{Load: time.LoadLocation, Local: time.Local}}, usage)
 	claudeFiles := newFilesStage(&cfg, reg, mapper)
+	// The plan's usage endpoint, opt-in. Its window size estimate reads
+	// the active five-hour block from the usage metrics (BlockSource, and
+	// BlockEnder for the alignment check).
+	var planBlocks planusage.BlockSource = usage
+	plan := newPlanUsage(&cfg, reg, logger.With("component", "planusage"), now, planBlocks)
 
 	// Traces.
 	traces, err := newTraces(ctx, &cfg, prices, logger.With("component", "traces"), self, stdout)
@@ -154,6 +160,10 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger, stdout io.Writer)
 			asm.Flush(now(), true)
 		}
 		claudeFiles.refresh(now(), true)
+		if plan != nil {
+			// One poll, after the read: the block is complete.
+			plan.Poll(ctx)
+		}
 		stats.publish(asm.Stats())
 		self.BackfillDone.Set(1)
 		self.BackfillSeconds.Set(now().Sub(start).Seconds())
@@ -287,6 +297,11 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger, stdout io.Writer)
 	debug.FreeOSMemory()
 	st.save(usage, asm, rd, traces, now(), true)
 	fl.nextFlush = now().Add(cfg.StateFlushInterval)
+	// The plan's usage poll runs beside the pipeline (a request may take
+	// seconds), from the end of the backfill on.
+	planCtx, stopPlan := context.WithCancel(ctx)
+	planDone := runPlanUsage(planCtx, plan)
+	defer func() { stopPlan(); <-planDone }()
 
 	// Follow until told to stop.
 	// The tick drives settling, idle timeouts, polling and state writes;
