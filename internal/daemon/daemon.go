@@ -82,19 +82,25 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger, stdout io.Writer)
 	}
 	self.PricingInfo.WithLabelValues(prices.AsOf, pricesFrom, strconv.Itoa(prices.Version)).Set(1)
 	projectLabel, _ := metrics.ParseProjectLabel(cfg.ProjectLabel)
-	mapper := metrics.NewMapper(metrics.Config{Project: projectLabel, Prices: prices,
-		MaxAttribution: cfg.AttributionLimit}, usage)
-	claudeFiles := newFilesStage(&cfg, reg, mapper)
 
 	// Traces.
 	traces, err := newTraces(ctx, &cfg, prices, logger.With("component", "traces"), self, stdout)
 	if err != nil {
 		return err
 	}
-	sinks := []session.Sink{mapper}
+	mcfg := metrics.Config{Project: projectLabel, Prices: prices, MaxAttribution: cfg.AttributionLimit}
+	if traces != nil {
+		// tokens_total and cost_usd_total name the request spans sent.
+		mcfg.Exemplar = traces.exemplar
+	}
+	mapper := metrics.NewMapper(mcfg, usage)
+	claudeFiles := newFilesStage(&cfg, reg, mapper)
+	// Spans first: the metrics name a request's span once it is sent.
+	var sinks []session.Sink
 	if traces != nil {
 		sinks = append(sinks, traces.sink)
 	}
+	sinks = append(sinks, mapper)
 
 	// Decode and assemble.
 	decOpts := transcript.Options{
