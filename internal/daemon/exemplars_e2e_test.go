@@ -2,6 +2,7 @@ package daemon_test
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"io"
 	"io/fs"
@@ -257,4 +258,111 @@ func checkExemplarValue(t *testing.T, e promExemplar, s testbackend.Span) {
 	if diff := e.value - want; diff > 1e-9 || diff < -1e-9 {
 		t.Errorf("%s{model=%s,type=%s} exemplar value %v, span %s says %v", e.metric, e.model, e.typ, e.value, s.Name, want)
 	}
+}
+
+// TestExemplarsLeadFromPrometheusToJaeger does what a user does from a
+// spend or token graph: a real Prometheus 3 with exemplar storage scrapes
+// the daemon over a corpus tree that sends its spans to a real Jaeger;
+// /api/v1/query_exemplars answers, for every model that spent tokens (and
+// every priced one's cost), exemplars whose trace Jaeger finds, holding
+// the named chat span of that model. Prometheus keeps what the exposition
+// shows: the same exemplars.
+func TestExemplarsLeadFromPrometheusToJaeger(t *testing.T) {
+	bin := tracesBuildBinary(t)
+	j := testbackend.StartJaeger(t)
+	dir := filepath.Join(testbackend.CorpusDir(t), "mlevison")
+	addr, _ := serveDaemon(t, bin, dir, "--traces.exporter=otlp", "--traces.since=0",
+		"--otlp.endpoint="+j.OTLPEndpoint(), "--otlp.insecure")
+	exposed := scrapeExemplars(t, addr)
+	p := testbackend.StartPrometheus(t, testbackend.PromOptions{Targets: []string{addr},
+		ExtraArgs: []string{"--enable-feature=exemplar-storage"}})
+
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	// Models that spent output tokens, and those with a cost, as
+	// Prometheus has them.
+	want := map[string]map[string]bool{}
+	for metric, expr := range map[string]string{
+		"claude_transcript_tokens_total":   `sum by (model) (claude_transcript_tokens_total{type="output"}) > 0`,
+		"claude_transcript_cost_usd_total": `sum by (model) (claude_transcript_cost_usd_total) > 0`,
+	} {
+		var res testbackend.QueryResult
+		for len(res.Samples) == 0 && ctx.Err() == nil {
+			time.Sleep(500 * time.Millisecond)
+			res, _ = p.Query(ctx, expr)
+		}
+		want[metric] = map[string]bool{}
+		for _, s := range res.Samples {
+			want[metric][s.Labels["model"]] = true
+		}
+	}
+	if len(want["claude_transcript_tokens_total"]) < 2 {
+		t.Fatalf("models that spent output tokens: %v; the test needs several", want["claude_transcript_tokens_total"])
+	}
+
+	type stored struct{ metric, model, trace, span string }
+	var got []stored
+	for len(got) < len(exposed) && ctx.Err() == nil {
+		got = got[:0]
+		for metric := range want {
+			series, err := p.QueryExemplars(ctx, metric, time.Unix(0, 0), time.Now().Add(time.Hour))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, s := range series {
+				for _, e := range s.Exemplars {
+					got = append(got, stored{metric, s.SeriesLabels["model"], e.Labels["trace_id"], e.Labels["span_id"]})
+				}
+			}
+		}
+		time.Sleep(time.Second)
+	}
+	if len(got) != len(exposed) {
+		t.Errorf("Prometheus stores %d exemplars, the exposition shows %d", len(got), len(exposed))
+	}
+
+	traces := map[string]testbackend.JaegerTrace{}
+	covered := map[string]map[string]bool{}
+	for _, e := range got {
+		tr, ok := traces[e.trace]
+		for !ok && ctx.Err() == nil {
+			var err error
+			if tr, err = j.Trace(ctx, e.trace); err == nil {
+				traces[e.trace], ok = tr, true
+			} else {
+				time.Sleep(500 * time.Millisecond)
+			}
+		}
+		if !ok {
+			t.Errorf("%s{model=%s}: Jaeger does not find trace %s", e.metric, e.model, e.trace)
+			continue
+		}
+		var span *testbackend.JaegerSpan
+		for i := range tr.Spans {
+			if tr.Spans[i].SpanID == e.span {
+				span = &tr.Spans[i]
+			}
+		}
+		switch {
+		case span == nil:
+			t.Errorf("%s{model=%s}: trace %s has no span %s", e.metric, e.model, e.trace, e.span)
+		case !strings.HasPrefix(span.OperationName, "chat") || (span.Tags[spans.AttrRequestModel] != e.model && span.Tags[spans.AttrAdvisorModel] == nil):
+			t.Errorf("%s{model=%s}: span %s is %q of model %v", e.metric, e.model, e.span, span.OperationName, span.Tags[spans.AttrRequestModel])
+		default:
+			if covered[e.metric] == nil {
+				covered[e.metric] = map[string]bool{}
+			}
+			covered[e.metric][e.model] = true
+		}
+	}
+	for metric, models := range want {
+		for m := range models {
+			if !covered[metric][m] {
+				t.Errorf("%s{model=%s}: no exemplar leads to a span Jaeger has", metric, m)
+			}
+		}
+	}
+	t.Logf("%d exemplars in Prometheus (%d exposed), %d traces found in Jaeger; models covered: tokens %d of %d, cost %d of %d",
+		len(got), len(exposed), len(traces), len(covered["claude_transcript_tokens_total"]), len(want["claude_transcript_tokens_total"]),
+		len(covered["claude_transcript_cost_usd_total"]), len(want["claude_transcript_cost_usd_total"]))
 }
