@@ -215,13 +215,28 @@ func TestExemplarsNameOnlySpansSent(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			addr, stdout := serveDaemon(t, bin, tc.dir, tc.args...)
 			ex := scrapeExemplars(t, addr)
-			got, err := testbackend.ParseSpans(stdout.Bytes())
-			if err != nil {
-				t.Fatal(err)
-			}
-			sent := map[string]testbackend.Span{}
-			for _, s := range got {
-				sent[s.TraceID+"/"+s.SpanID] = s
+			// Sent means handed to the exporter, whose batches reach
+			// stdout a moment later: wait for the spans named.
+			var sent map[string]testbackend.Span
+			for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+				out := stdout.Bytes()
+				got, err := testbackend.ParseSpans(out[:bytes.LastIndexByte(out, '\n')+1])
+				if err != nil {
+					t.Fatal(err)
+				}
+				sent = map[string]testbackend.Span{}
+				for _, s := range got {
+					sent[s.TraceID+"/"+s.SpanID] = s
+				}
+				missing := 0
+				for _, e := range ex {
+					if _, ok := sent[e.traceID+"/"+e.spanID]; !ok {
+						missing++
+					}
+				}
+				if missing == 0 || time.Now().After(deadline) {
+					break
+				}
 			}
 			for _, e := range ex {
 				s, ok := sent[e.traceID+"/"+e.spanID]
