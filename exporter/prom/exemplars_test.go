@@ -54,7 +54,7 @@ func TestTokensAndCostCarryTheRequestsSpan(t *testing.T) {
 	tests := []struct {
 		name string
 		feed func(m *Metrics)
-		// want: series of tokens_total (model|type|project|spender) or
+		// want: series of tokens_total (model|project|spender|type: by label name) or
 		// cost_usd_total (model|project|spender) → span id and value;
 		// "" for none.
 		tokens, cost map[string]struct {
@@ -76,7 +76,7 @@ func TestTokensAndCostCarryTheRequestsSpan(t *testing.T) {
 			tokens: map[string]struct {
 				span  string
 				value float64
-			}{"opus|output|p|main": {"s1", 12}, "opus|cache_write_1h|p|main": {"", 0}},
+			}{"opus|p|main|output": {"s1", 12}, "opus|p|main|cache_write_1h": {"", 0}},
 			cost: map[string]struct {
 				span  string
 				value float64
@@ -99,7 +99,7 @@ func TestTokensAndCostCarryTheRequestsSpan(t *testing.T) {
 			tokens: map[string]struct {
 				span  string
 				value float64
-			}{"opus|output|p|main": {"s2", 7}},
+			}{"opus|p|main|output": {"s2", 7}},
 		},
 		{
 			name: "a request whose span was not sent names none and keeps the last",
@@ -115,7 +115,7 @@ func TestTokensAndCostCarryTheRequestsSpan(t *testing.T) {
 			tokens: map[string]struct {
 				span  string
 				value float64
-			}{"opus|output|p|main": {"s1", 5}, "opus|input|p|main": {"", 0}},
+			}{"opus|p|main|output": {"s1", 5}, "opus|p|main|input": {"", 0}},
 		},
 	}
 	for _, tc := range tests {
