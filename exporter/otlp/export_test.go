@@ -162,7 +162,7 @@ func TestReadOnly(t *testing.T) {
 
 func TestResourceFromEnv(t *testing.T) {
 	t.Setenv("OTEL_SERVICE_NAME", "my-claude")
-	t.Setenv("OTEL_RESOURCE_ATTRIBUTES", "team=ml,service.version=override")
+	t.Setenv("OTEL_RESOURCE_ATTRIBUTES", "team=ml,service.version=override,openinference.project.name=mine")
 	res, err := otlp.NewResource(context.Background(), "", true)
 	if err != nil {
 		t.Fatal(err)
@@ -171,12 +171,16 @@ func TestResourceFromEnv(t *testing.T) {
 	for _, kv := range res.Attributes() {
 		got[string(kv.Key)] = kv.Value.String()
 	}
-	if got["service.name"] != "my-claude" || got["team"] != "ml" || got["service.version"] != "override" || got["host.name"] == "" {
+	if got["service.name"] != "my-claude" || got["team"] != "ml" || got["service.version"] != "override" || got["host.name"] == "" ||
+		got["openinference.project.name"] != "mine" {
 		t.Errorf("resource %v", got)
 	}
 	t.Setenv("OTEL_SERVICE_NAME", "")
 	t.Setenv("OTEL_RESOURCE_ATTRIBUTES", "")
 	res, _ = otlp.NewResource(context.Background(), "", false)
+	if v, ok := res.Set().Value("openinference.project.name"); !ok || v.AsString() != otlp.DefaultProjectName {
+		t.Errorf("openinference.project.name %q, want %q (Phoenix files spans under \"default\" without it)", v.AsString(), otlp.DefaultProjectName)
+	}
 	for _, kv := range res.Attributes() {
 		if kv.Key == "service.version" && kv.Value.String() != "dev" {
 			t.Errorf("default version %q", kv.Value.String())

@@ -6,14 +6,25 @@ import (
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/sdk/resource"
+
+	"github.com/claude-transcript-exporter/claude-transcript-exporter/mapping/spans"
 )
 
 // DefaultServiceName is service.name unless OTEL_SERVICE_NAME or
 // OTEL_RESOURCE_ATTRIBUTES say otherwise.
 const DefaultServiceName = "claude-code"
 
+// DefaultProjectName is openinference.project.name, the project Arize
+// Phoenix files every span under ("default" without it). One resource
+// covers every session the exporter sends, whatever its working
+// directory, so it names the tool, not a directory (no path leaves the
+// machine); each span's claude_code.project names the session's project.
+// OTEL_RESOURCE_ATTRIBUTES=openinference.project.name=... overrides it.
+const DefaultProjectName = "claude-code"
+
 // NewResource returns the resource of every exported span: service.name
 // claude-code and service.version the exporter's version (or "dev"),
+// openinference.project.name DefaultProjectName,
 // host.name when host is set (it names the machine: off unless the user
 // asks for identifying attributes), then OTEL_RESOURCE_ATTRIBUTES and
 // OTEL_SERVICE_NAME, which override the defaults. A malformed
@@ -27,6 +38,7 @@ func NewResource(ctx context.Context, version string, host bool) (*resource.Reso
 		resource.WithAttributes(
 			attribute.String("service.name", DefaultServiceName),
 			attribute.String("service.version", version),
+			attribute.String(spans.ResourceProjectName, DefaultProjectName),
 		),
 	}
 	if host {

@@ -53,9 +53,10 @@ func (m *Metrics) RecordHistory(h *History) {
 }
 
 // At sets the time of the unit whose observations follow (the mapper
-// calls it; it implements metrics.Timed). Without a history it does
-// nothing.
+// calls it; it implements metrics.Timed): the time of its increments in
+// the history and of its exemplars.
 func (m *Metrics) At(t time.Time) {
+	m.unit = t // an exemplar's time
 	if m.hist == nil {
 		return
 	}

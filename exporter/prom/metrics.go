@@ -34,7 +34,18 @@ type Metrics struct {
 	mu                                                       sync.Mutex
 	activity                                                 map[string]activity
 	hist                                                     *History
+	// ex is the exemplar of the request being observed (set by the
+	// mapper, from the pipeline goroutine only), at its time.
+	ex   *exemplar
+	unit time.Time
 }
+
+// Exemplar label names (OpenMetrics; what Grafana's exemplar links and
+// Prometheus' exemplar storage expect).
+const (
+	ExemplarTraceID = "trace_id"
+	ExemplarSpanID  = "span_id"
+)
 
 type activity struct {
 	project string
@@ -165,9 +176,32 @@ func (m *Metrics) Restore(st State) error {
 
 var _ metrics.Observer = (*Metrics)(nil)
 
+var _ metrics.Exemplary = (*Metrics)(nil)
+
+// Exemplar implements metrics.Exemplary: the tokens and cost that follow,
+// until the zero Exemplar, carry e (tokens_total and cost_usd_total only).
+func (m *Metrics) Exemplar(e metrics.Exemplar) {
+	if e.TraceID == "" || e.SpanID == "" {
+		m.ex = nil
+		return
+	}
+	m.ex = &exemplar{traceID: e.TraceID, spanID: e.SpanID, at: m.unit}
+}
+
+// exemplarOf is the current exemplar with the value x, or nil (none
+// set, or nothing added).
+func (m *Metrics) exemplarOf(x float64) *exemplar {
+	if m.ex == nil || x == 0 {
+		return nil
+	}
+	e := *m.ex
+	e.value = x
+	return &e
+}
+
 // AddTokens implements metrics.Observer.
 func (m *Metrics) AddTokens(model, typ, project, spender string, n int64) {
-	m.tokens.add(float64(n), model, typ, project, spender)
+	m.tokens.addEx(float64(n), m.exemplarOf(float64(n)), model, typ, project, spender)
 }
 
 // AddAttributedTokens implements metrics.Observer.
@@ -212,7 +246,7 @@ func (m *Metrics) AddRequest(model, stop, project string) { m.requests.add(1, mo
 
 // AddCost implements metrics.Observer.
 func (m *Metrics) AddCost(model, project, spender string, usd float64) {
-	m.cost.add(usd, model, project, spender)
+	m.cost.addEx(usd, m.exemplarOf(usd), model, project, spender)
 }
 
 // AddUnpricedTokens implements metrics.Observer.

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"sort"
 	"sync"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -34,6 +35,10 @@ type vec struct {
 
 type series struct {
 	labels []string
+	// ex is the exemplar of the latest request (by its time) that added
+	// to the series and whose span was sent; nil without one. Not saved:
+	// after a restart a series has none until its next request.
+	ex     *exemplar
 	value  float64  // counter / gauge
 	counts []uint64 // histogram: per bucket, not cumulative; last is +Inf
 	sum    float64
@@ -81,9 +86,26 @@ func (v *vec) get(lv []string) *series {
 	return s
 }
 
-func (v *vec) add(x float64, lv ...string) {
+func (v *vec) add(x float64, lv ...string) { v.addEx(x, nil, lv...) }
+
+// exemplar names the span of a request that added to a series, with the
+// amount it added and its time.
+type exemplar struct {
+	traceID, spanID string
+	value           float64
+	at              time.Time
+}
+
+// addEx adds x and, when ex is set, makes it the series' exemplar unless
+// the series holds a later one (a backfill reads files in no time order;
+// Prometheus rejects an exemplar older than the last it stored).
+func (v *vec) addEx(x float64, ex *exemplar, lv ...string) {
 	v.mu.Lock()
-	v.get(lv).value += x
+	s := v.get(lv)
+	s.value += x
+	if ex != nil && (s.ex == nil || !ex.at.Before(s.ex.at)) {
+		s.ex = ex
+	}
 	v.mu.Unlock()
 	if v.hist != nil {
 		v.hist.record(v, lv, x)
@@ -125,7 +147,16 @@ func (v *vec) Collect(ch chan<- prometheus.Metric) {
 	defer v.mu.Unlock()
 	for _, s := range v.m {
 		if v.buckets == nil {
-			ch <- prometheus.MustNewConstMetric(v.desc, v.typ, s.value, s.labels...)
+			m := prometheus.MustNewConstMetric(v.desc, v.typ, s.value, s.labels...)
+			if s.ex != nil {
+				// Shown in the OpenMetrics exposition only.
+				m = prometheus.MustNewMetricWithExemplars(m, prometheus.Exemplar{
+					Value:     s.ex.value,
+					Labels:    prometheus.Labels{ExemplarTraceID: s.ex.traceID, ExemplarSpanID: s.ex.spanID},
+					Timestamp: s.ex.at,
+				})
+			}
+			ch <- m
 			continue
 		}
 		cum := make(map[float64]uint64, len(v.buckets))

@@ -93,24 +93,31 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger, stdout io.Writer)
 	}
 	self.PricingInfo.WithLabelValues(prices.AsOf, pricesFrom, strconv.Itoa(prices.Version)).Set(1)
 	projectLabel, _ := metrics.ParseProjectLabel(cfg.ProjectLabel)
-	mapper := metrics.NewMapper(metrics.Config{Project: projectLabel, Prices: prices,
-		MaxAttribution: cfg.AttributionLimit, LimitZones: limits.Zones{Load: time.LoadLocation, Local: time.Local}}, usage)
-	claudeFiles := newFilesStage(&cfg, reg, mapper)
-	// The plan's usage endpoint, opt-in. Its window size estimate reads
-	// the active five-hour block from the usage metrics (BlockSource, and
-	// BlockEnder for the alignment check).
-	var planBlocks planusage.BlockSource = usage
-	plan := newPlanUsage(&cfg, reg, logger.With("component", "planusage"), now, planBlocks)
 
 	// Traces.
 	traces, err := newTraces(ctx, &cfg, prices, logger.With("component", "traces"), self, stdout)
 	if err != nil {
 		return err
 	}
-	sinks := []session.Sink{mapper}
+	mcfg := metrics.Config{Project: projectLabel, Prices: prices, MaxAttribution: cfg.AttributionLimit,
+		LimitZones: limits.Zones{Load: time.LoadLocation, Local: time.Local}}
+	if traces != nil {
+		// tokens_total and cost_usd_total name the request spans sent.
+		mcfg.Exemplar = traces.exemplar
+	}
+	mapper := metrics.NewMapper(mcfg, usage)
+	claudeFiles := newFilesStage(&cfg, reg, mapper)
+	// The plan's usage endpoint, opt-in. Its window size estimate reads
+	// the active five-hour block from the usage metrics (BlockSource, and
+	// BlockEnder for the alignment check).
+	var planBlocks planusage.BlockSource = usage
+	plan := newPlanUsage(&cfg, reg, logger.With("component", "planusage"), now, planBlocks)
+	// Spans first: the metrics name a request's span once it is sent.
+	var sinks []session.Sink
 	if traces != nil {
 		sinks = append(sinks, traces.sink)
 	}
+	sinks = append(sinks, mapper)
 
 	// Decode and assemble.
 	decOpts := transcript.Options{

@@ -131,7 +131,7 @@ func newPush(ctx context.Context, cfg *Config, reg prometheus.Gatherer, logger *
 		return nil, fmt.Errorf("--metrics.push.endpoint: %w", err)
 	}
 	reader := sdkmetric.NewPeriodicReader(exp, sdkmetric.WithInterval(interval),
-		sdkmetric.WithProducer(promBridge.NewMetricProducer(promBridge.WithGatherer(reg))))
+		sdkmetric.WithProducer(exemplarIDs{promBridge.NewMetricProducer(promBridge.WithGatherer(reg))}))
 	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader), sdkmetric.WithResource(res))
 	logger.Info("pushing metrics over OTLP", "endpoint", endpoint, "interval", interval,
 		"service.instance.id", otlp.InstanceID(), "identifying", pc.Identity.Host)

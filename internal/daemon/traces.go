@@ -35,6 +35,39 @@ type tracesStage struct {
 	// Only then may the state file move: lines after its offsets are
 	// read again after a crash, and their spans built again.
 	durable func() (bool, error)
+	// exemplar names the chat span of a request, when that span was
+	// sent (metrics.Config.Exemplar): the span sink runs before the
+	// metrics for each unit, so a request's span, unless held back
+	// (--traces.since, or under --traces.granularity=turn until its turn
+	// is known), is the last chat span sent when the metrics count it.
+	exemplar func(r *session.Request) (metrics.Exemplar, bool)
+}
+
+// lastChat is the last chat span of a request that was sent.
+type lastChat struct {
+	session, message string
+	ex               metrics.Exemplar
+}
+
+// note records s when it is the chat span of a request.
+func (l *lastChat) note(s *spans.Span) {
+	if s.Kind != spans.KindClient {
+		return
+	}
+	msg, ok := s.Attr(spans.AttrResponseID)
+	if !ok || msg.Str == "" {
+		return
+	}
+	conv, _ := s.Attr(spans.AttrConversationID)
+	*l = lastChat{session: conv.Str, message: msg.Str, ex: metrics.Exemplar{TraceID: s.TraceID.String(), SpanID: s.SpanID.String()}}
+}
+
+// of returns the exemplar of r when r's span is the one recorded.
+func (l *lastChat) of(r *session.Request) (metrics.Exemplar, bool) {
+	if l.message == "" || l.message != r.MessageID || l.session != r.SessionID {
+		return metrics.Exemplar{}, false
+	}
+	return l.ex, true
 }
 
 // Environment variables that configure the OTLP exporter (read by the
@@ -137,15 +170,20 @@ func buildTraces(ctx context.Context, cfg *Config, prices *metrics.Prices, logge
 		lastClamped int64
 		dropLogged  bool
 		window      = &traceWindow{}
+		last        lastChat
 	)
 	emit := func(s spans.Span) {
 		if !window.keep(&s) {
 			self.SpansBeforeWindow.Inc()
 			return
 		}
-		if err := q.Enqueue(ctx, s); err != nil && !dropLogged {
-			dropLogged = true
-			logger.Error("dropping spans", "err", err)
+		if err := q.Enqueue(ctx, s); err != nil {
+			if !dropLogged {
+				dropLogged = true
+				logger.Error("dropping spans", "err", err)
+			}
+		} else {
+			last.note(&s)
 		}
 		if c := b.Stats().Clamped; c > lastClamped {
 			self.ClampedTimes.Add(float64(c - lastClamped))
@@ -189,7 +227,7 @@ func buildTraces(ctx context.Context, cfg *Config, prices *metrics.Prices, logge
 		}
 		return q.MemoryLen() == 0, nil
 	}
-	return &tracesStage{sink: b, window: window, close: closeFn, durable: durable}, nil
+	return &tracesStage{sink: b, window: window, close: closeFn, durable: durable, exemplar: last.of}, nil
 }
 
 // traceWindow is --traces.since. During the backfill, the spans of a

@@ -143,7 +143,10 @@ func TestOneshotToCollector(t *testing.T) {
 	// Private by default: no host name, no branch, the project as the
 	// metrics label (its basename).
 	for _, s := range got {
-		if s.Resource["service.name"] != "claude-code" || s.Resource["host.name"] != nil || s.Resource["service.version"] == nil {
+		// openinference.project.name names the tool, never a path (Arize
+		// Phoenix files spans under it).
+		if s.Resource["service.name"] != "claude-code" || s.Resource["host.name"] != nil || s.Resource["service.version"] == nil ||
+			s.Resource[spans.ResourceProjectName] != "claude-code" {
 			t.Fatalf("resource %v", s.Resource)
 		}
 		if s.Attrs[spans.AttrGitBranch] != nil {

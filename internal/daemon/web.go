@@ -72,7 +72,12 @@ func listen(cfg *Config) ([]net.Listener, error) {
 // returned channel.
 func serve(cfg *Config, logger *slog.Logger, reg *prometheus.Registry, ready *atomic.Bool, listeners []net.Listener) (*http.Server, <-chan error) {
 	mux := http.NewServeMux()
-	mux.Handle(cfg.TelemetryPath, promhttp.HandlerFor(readyGatherer{reg, ready}, promhttp.HandlerOpts{Registry: reg}))
+	// OpenMetrics on request (Prometheus asks for it first): the only
+	// format that carries the exemplars of tokens_total and
+	// cost_usd_total. Every counter's name ends in _total, so the series
+	// are the same in either format.
+	mux.Handle(cfg.TelemetryPath, promhttp.HandlerFor(readyGatherer{reg, ready},
+		promhttp.HandlerOpts{Registry: reg, EnableOpenMetrics: true}))
 	mux.HandleFunc("/-/healthy", func(w http.ResponseWriter, _ *http.Request) {
 		w.WriteHeader(http.StatusOK)
 		_, _ = io.WriteString(w, "Healthy.\n")

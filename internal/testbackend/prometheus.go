@@ -564,3 +564,33 @@ func (p *Prometheus) scrapedEnough(samples []Sample, n int) bool {
 	}
 	return true
 }
+
+// ExemplarSeries is one series of a /api/v1/query_exemplars answer with
+// its exemplars.
+type ExemplarSeries struct {
+	SeriesLabels map[string]string `json:"seriesLabels"`
+	Exemplars    []struct {
+		Labels    map[string]string `json:"labels"`
+		Value     string            `json:"value"`
+		Timestamp float64           `json:"timestamp"`
+	} `json:"exemplars"`
+}
+
+// QueryExemplars returns the exemplars of the series that expr selects
+// between start and end (GET /api/v1/query_exemplars; the server needs
+// --enable-feature=exemplar-storage).
+func (p *Prometheus) QueryExemplars(ctx context.Context, expr string, start, end time.Time) ([]ExemplarSeries, error) {
+	params := url.Values{}
+	params.Set("query", expr)
+	params.Set("start", strconv.FormatFloat(float64(start.UnixMilli())/1000, 'f', 3, 64))
+	params.Set("end", strconv.FormatFloat(float64(end.UnixMilli())/1000, 'f', 3, 64))
+	data, _, err := p.apiData(ctx, "/api/v1/query_exemplars", params)
+	if err != nil {
+		return nil, err
+	}
+	var out []ExemplarSeries
+	if err := json.Unmarshal(data, &out); err != nil {
+		return nil, fmt.Errorf("query_exemplars %s: %w", expr, err)
+	}
+	return out, nil
+}

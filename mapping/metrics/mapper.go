@@ -75,6 +75,20 @@ type Timed interface {
 	At(t time.Time)
 }
 
+// Exemplar names the span of the request whose tokens and cost the
+// observations that follow count: the trace and span ids as hex.
+type Exemplar struct {
+	TraceID, SpanID string
+}
+
+// Exemplary is implemented by observers that attach exemplars to the
+// token and cost counters: the mapper calls Exemplar with the request's
+// span (Config.Exemplar) before the request's observations, and with the
+// zero Exemplar after them.
+type Exemplary interface {
+	Exemplar(e Exemplar)
+}
+
 // Attributes are the label values of the attributed series: what a
 // request was made with. NoneValue stands for absent.
 type Attributes struct {
@@ -119,6 +133,10 @@ type Config struct {
 	// a wall-time reset is unknown). The daemon passes time.LoadLocation
 	// and the machine's zone, where Claude Code wrote the notice.
 	LimitZones limits.Zones
+	// Exemplar returns the span of a request when one was sent (the
+	// exporter names only spans that left it), for an Exemplary observer.
+	// Nil: no exemplars.
+	Exemplar func(r *session.Request) (Exemplar, bool)
 }
 
 // DefaultMaxAttribution is the default bound of skill and plugin names
@@ -136,7 +154,8 @@ const OtherValue = "other"
 type Mapper struct {
 	cfg    Config
 	obs    Observer
-	timed  Timed // obs, when it keeps times
+	timed  Timed     // obs, when it keeps times
+	ex     Exemplary // obs, when it takes exemplars and Config.Exemplar is set
 	limits map[string]*limiter
 }
 
@@ -155,7 +174,11 @@ func NewMapper(cfg Config, obs Observer) *Mapper {
 		cfg.MaxAttribution = DefaultMaxAttribution
 	}
 	timed, _ := obs.(Timed)
-	return &Mapper{cfg: cfg, obs: obs, timed: timed, limits: map[string]*limiter{}}
+	var ex Exemplary
+	if cfg.Exemplar != nil {
+		ex, _ = obs.(Exemplary)
+	}
+	return &Mapper{cfg: cfg, obs: obs, timed: timed, ex: ex, limits: map[string]*limiter{}}
 }
 
 // at tells a timed observer when the next observations happened.
@@ -291,6 +314,12 @@ func (m *Mapper) Request(r *session.Request) {
 	m.obs.AddRequest(model, m.bound("stop_reason", stop), p)
 	spender, attrs := m.spender(r.Spender), m.attributes(r.Attribution)
 	at, mod := RequestTime(r), ModifiersOf(r.Attribution)
+	if m.ex != nil {
+		if e, ok := m.cfg.Exemplar(r); ok {
+			m.ex.Exemplar(e)
+			defer m.ex.Exemplar(Exemplar{})
+		}
+	}
 	usd, ok := m.cfg.Prices.RequestCost(r.Model, at, r.Tokens, mod)
 	m.tokens(model, p, spender, attrs, r.Tokens, usd, ok)
 	blockUSD := priced(usd, ok)

@@ -157,7 +157,14 @@ type sessState struct {
 	cwd, branch, version, slug, title string
 	project                           string
 	last                              time.Time
-	sent                              int // spans placed by send (requests, tools, agents, compactions)
+
+	// With capture: the prompt of the session's first turn (its number)
+	// and the main thread's latest response text, the root's input.value
+	// and output.value.
+	firstPrompt string
+	firstNum    int
+	lastText    string
+	sent        int // spans placed by send (requests, tools, agents, compactions)
 
 	// total sums the requests of the session (subagents' too); turnTotal
 	// those of each turn not emitted yet (its own requests, emitted
@@ -370,10 +377,17 @@ func (b *Builder) Request(u *session.Request) {
 	if u.StopReason != "" {
 		attrs = append(attrs, Strings(AttrResponseFinishReasons, u.StopReason))
 	}
-	attrs = usageAttrs(attrs, t)
+	// The request's tokens and cost include its advisor's inferences
+	// (billed under the advisor's model; claude_code.advisor.* says how
+	// many were the advisor's), as the metrics count them: summed over
+	// the chat spans they give the token and cost counters. Unpriced
+	// parts are left out of the cost.
+	all := t
+	for _, adv := range u.Advisor {
+		all = all.Add(adv.Tokens)
+	}
+	attrs = usageAttrs(attrs, all)
 	if b.cfg.Price != nil {
-		// The request's cost includes its advisor's inferences (billed
-		// under the advisor's model); unpriced parts are left out.
 		usd, priced := b.cfg.Price(u.Model, t, u)
 		for _, adv := range u.Advisor {
 			if a, ok := b.cfg.Price(adv.Model, adv.Tokens, u); ok {
@@ -382,7 +396,7 @@ func (b *Builder) Request(u *session.Request) {
 			}
 		}
 		if priced {
-			attrs = append(attrs, Float(AttrCostUSD, usd))
+			attrs = append(attrs, Float(AttrUsageCost, usd), Float(AttrCostUSD, usd))
 		}
 	}
 	if u.RequestID != "" {
@@ -401,6 +415,14 @@ func (b *Builder) Request(u *session.Request) {
 	}
 	if text != "" || thinking != "" {
 		attrs = append(attrs, String(AttrOutputMessages, outputMessages(thinking, text, u.StopReason)))
+	}
+	if text != "" && u.AgentID == "" {
+		// The main thread's latest response: the turn's and the
+		// session's output.value.
+		s.lastText = text
+		if tt := s.turnTotal[u.TurnID]; u.TurnID != "" && tt != nil {
+			tt.last = text
+		}
 	}
 	sp := Span{
 		SpanID:       RequestSpanID(s.id, u.MessageID),

@@ -205,7 +205,7 @@ func TestAttributes(t *testing.T) {
 				spans.AttrRawInputTokens: int64(3), spans.AttrCacheWrite5mTokens: int64(20), spans.AttrCacheWrite1hTokens: int64(7),
 				spans.AttrRequestID: "req_m1",
 			},
-			unset: []string{spans.AttrOutputMessages, spans.AttrRequestInterrupted, spans.AttrAgentID, spans.AttrCostUSD},
+			unset: []string{spans.AttrOutputMessages, spans.AttrRequestInterrupted, spans.AttrAgentID, spans.AttrCostUSD, spans.AttrUsageCost},
 		},
 		{
 			name: "unknown stop reason has no finish_reasons",
@@ -642,19 +642,30 @@ func TestTotalsAndNames(t *testing.T) {
 		k    string
 		want any
 	}{
-		{turnSpan, spans.AttrUsageOutputTokens, int64(150)},
+		{turnSpan, spans.AttrTotalOutputTokens, int64(150)},
 		{turnSpan, spans.AttrRawInputTokens, int64(9)},
-		{turnSpan, spans.AttrUsageInputTokens, int64(3 * 130)},
-		{turnSpan, spans.AttrUsageCacheReadTokens, int64(300)},
+		{turnSpan, spans.AttrTotalCacheReadTokens, int64(300)},
 		{turnSpan, spans.AttrCacheWrite5mTokens, int64(60)},
 		{turnSpan, spans.AttrCacheWrite1hTokens, int64(21)},
 		{turnSpan, spans.AttrCostUSD, 1.0},
 		{turnSpan, spans.AttrUnpricedTokens, int64(180)},
 		{turnSpan, spans.AttrProviderName, nil}, // mixed: claude-x and glm-4.7
-		{root, spans.AttrUsageOutputTokens, int64(200)},
+		// Totals never repeat under gen_ai.usage.*: GenAI tools add those
+		// up over every span of a trace.
+		{turnSpan, spans.AttrUsageOutputTokens, nil},
+		{turnSpan, spans.AttrUsageInputTokens, nil},
+		{turnSpan, spans.AttrUsageCacheReadTokens, nil},
+		{turnSpan, spans.AttrUsageCacheWriteTokens, nil},
+		{turnSpan, spans.AttrUsageCost, nil},
+		{root, spans.AttrTotalOutputTokens, int64(200)},
+		{root, spans.AttrUsageOutputTokens, nil},
+		{root, spans.AttrUsageCost, nil},
 		{root, spans.AttrCostUSD, 1.5},
 		{r.byID(spans.RequestSpanID(sid, "m1")), spans.AttrCostUSD, 0.5},
+		{r.byID(spans.RequestSpanID(sid, "m1")), spans.AttrUsageCost, 0.5},
+		{r.byID(spans.RequestSpanID(sid, "m1")), spans.AttrUsageOutputTokens, int64(50)},
 		{r.byID(spans.RequestSpanID(sid, "m2")), spans.AttrCostUSD, nil},
+		{r.byID(spans.RequestSpanID(sid, "m2")), spans.AttrUsageCost, nil},
 		{r.byID(spans.RequestSpanID(sid, "m2")), spans.AttrProviderName, nil},
 		{r.byID(spans.RequestSpanID(sid, "m1")), spans.AttrProviderName, "anthropic"},
 	}

@@ -21,9 +21,12 @@ func Provider(model string) string {
 	return ""
 }
 
-// usageAttrs appends the token counts of t: the GenAI usage attributes
-// (input tokens include cache reads and writes) and the raw Anthropic
-// counts by type.
+// usageAttrs appends the token counts of one request, t: the GenAI usage
+// attributes (input tokens include cache reads and writes) and the raw
+// Anthropic counts by type. Only chat spans carry gen_ai.usage.*: GenAI
+// tools (Langfuse) add them up over every span of a trace, so a parent
+// repeating its children's totals under the same keys would count them
+// again.
 func usageAttrs(attrs []Attr, t session.Tokens) []Attr {
 	return append(attrs,
 		Int(AttrUsageInputTokens, t.InputTotal()),
@@ -31,6 +34,19 @@ func usageAttrs(attrs []Attr, t session.Tokens) []Attr {
 		Int(AttrUsageCacheReadTokens, t.CacheRead),
 		Int(AttrUsageCacheWriteTokens, t.CacheWrite5m+t.CacheWrite1h),
 		Int(AttrRawInputTokens, t.Input),
+		Int(AttrCacheWrite5mTokens, t.CacheWrite5m),
+		Int(AttrCacheWrite1hTokens, t.CacheWrite1h),
+	)
+}
+
+// totalUsageAttrs appends the token totals of a root or turn span, raw
+// Anthropic counts by type under claude_code.usage.* (never
+// gen_ai.usage.*: see usageAttrs).
+func totalUsageAttrs(attrs []Attr, t session.Tokens) []Attr {
+	return append(attrs,
+		Int(AttrRawInputTokens, t.Input),
+		Int(AttrTotalOutputTokens, t.Output),
+		Int(AttrTotalCacheReadTokens, t.CacheRead),
 		Int(AttrCacheWrite5mTokens, t.CacheWrite5m),
 		Int(AttrCacheWrite1hTokens, t.CacheWrite1h),
 	)
@@ -52,6 +68,10 @@ type totals struct {
 	want   int
 	held   bool
 	extent timeRange
+
+	// last is the text of the latest main-thread response summed (with
+	// response capture only): the turn's output.value.
+	last string
 }
 
 func (t *totals) add(b *Builder, r *session.Request, tok session.Tokens) {
@@ -96,7 +116,7 @@ func (t *totals) provider() string {
 // totalAttrs appends the token totals and, with a price table, the
 // estimated cost (and the tokens it leaves out for want of a price).
 func (b *Builder) totalAttrs(attrs []Attr, t *totals) []Attr {
-	attrs = usageAttrs(attrs, t.tokens)
+	attrs = totalUsageAttrs(attrs, t.tokens)
 	if b.cfg.Price != nil {
 		attrs = append(attrs, Float(AttrCostUSD, t.usd))
 		if t.unpriced > 0 {
@@ -113,7 +133,7 @@ type (
 	genaiMessage struct {
 		Role         string      `json:"role"`
 		Parts        []genaiPart `json:"parts"`
-		FinishReason string      `json:"finish_reason,omitempty"`
+		FinishReason string      `json:"finish_reason,omitempty"` // required on output messages
 	}
 	genaiPart struct {
 		Type    string `json:"type"`
@@ -155,11 +175,22 @@ func outputMessages(thinking, text, stopReason string) string {
 	return marshalMessages([]genaiMessage{m})
 }
 
+// FinishReasonUnknown is the finish reason of a response whose stop
+// reason the transcript does not hold (a streamed line written before the
+// response ended, an interrupted request). The conventions list no value
+// for it (their enum is stop, length, content_filter, tool_call, error)
+// but require finish_reason on every output message and accept any
+// string: a tool that validates the payload (Arize Phoenix) drops all of
+// it when one message lacks the field.
+const FinishReasonUnknown = "unknown"
+
 // FinishReason maps an Anthropic stop_reason to the GenAI conventions'
 // finish reason (stop, length, tool_call, content_filter); others pass
-// as they are, and an unknown one is "" (omitted).
+// as they are, and none is FinishReasonUnknown.
 func FinishReason(stop string) string {
 	switch stop {
+	case "":
+		return FinishReasonUnknown
 	case "end_turn", "stop_sequence", "pause_turn":
 		return "stop"
 	case "max_tokens", "model_context_window_exceeded":

@@ -50,6 +50,14 @@ func (b *Builder) Session(u *session.Session) {
 	}
 	attrs = append(attrs, Int(AttrSessionTurns, int64(u.Turns)))
 	attrs = b.totalAttrs(attrs, &s.total)
+	// What GenAI tools show for the session: its first prompt and last
+	// response (captured content only).
+	if s.firstPrompt != "" {
+		attrs = append(attrs, String(AttrInputValue, s.firstPrompt))
+	}
+	if s.lastText != "" {
+		attrs = append(attrs, String(AttrOutputValue, s.lastText))
+	}
 	sp := Span{
 		TraceID: SessionTraceID(s.id),
 		SpanID:  RootSpanID(s.id),
@@ -197,7 +205,11 @@ func (b *Builder) Turn(u *session.Turn) {
 	}
 	attrs = append(attrs, Int(AttrTurnRequests, int64(u.Requests)))
 	if b.cfg.Capture.Prompts && u.Prompt != "" {
-		attrs = append(attrs, String(AttrInputMessages, inputMessages(b.cut(u.Prompt))))
+		prompt := b.cut(u.Prompt)
+		attrs = append(attrs, String(AttrInputMessages, inputMessages(prompt)), String(AttrInputValue, prompt))
+		if s.firstPrompt == "" || (u.Number > 0 && u.Number < s.firstNum) {
+			s.firstPrompt, s.firstNum = prompt, u.Number
+		}
 	}
 	sp := Span{
 		SpanID: TurnSpanID(s.id, u.PromptUUID),
@@ -237,6 +249,9 @@ func (b *Builder) finishTurn(s *sessState, id string) {
 		sp.Attrs = append(sp.Attrs, String(AttrProviderName, p))
 	}
 	sp.Attrs = b.totalAttrs(sp.Attrs, tot)
+	if tot.last != "" {
+		sp.Attrs = append(sp.Attrs, String(AttrOutputValue, tot.last))
+	}
 	if b.cfg.Granularity == GranularityTurn {
 		// The turn is the root of its own trace, linked to the session.
 		sp.TraceID = TurnTraceID(s.id, id)

@@ -16,32 +16,48 @@ const (
 	AttrUsageOutputTokens     = "gen_ai.usage.output_tokens"
 	AttrUsageCacheReadTokens  = "gen_ai.usage.cache_read.input_tokens"
 	AttrUsageCacheWriteTokens = "gen_ai.usage.cache_creation.input_tokens"
-	AttrToolName              = "gen_ai.tool.name"
-	AttrToolCallID            = "gen_ai.tool.call.id"
-	AttrToolType              = "gen_ai.tool.type"
-	AttrAgentID               = "gen_ai.agent.id"
-	AttrAgentName             = "gen_ai.agent.name"
-	AttrAgentDescription      = "gen_ai.agent.description"
-	AttrConversationID        = "gen_ai.conversation.id"
-	AttrInputMessages         = "gen_ai.input.messages"
-	AttrOutputMessages        = "gen_ai.output.messages"
-	AttrSystemInstructions    = "gen_ai.system_instructions"
-	AttrToolCallArguments     = "gen_ai.tool.call.arguments"
-	AttrToolCallResult        = "gen_ai.tool.call.result"
+	// gen_ai.usage.cost: the request's estimated cost in USD. Not in the
+	// conventions yet; Langfuse takes a supplied cost from it.
+	AttrUsageCost          = "gen_ai.usage.cost"
+	AttrToolName           = "gen_ai.tool.name"
+	AttrToolCallID         = "gen_ai.tool.call.id"
+	AttrToolType           = "gen_ai.tool.type"
+	AttrAgentID            = "gen_ai.agent.id"
+	AttrAgentName          = "gen_ai.agent.name"
+	AttrAgentDescription   = "gen_ai.agent.description"
+	AttrConversationID     = "gen_ai.conversation.id"
+	AttrInputMessages      = "gen_ai.input.messages"
+	AttrOutputMessages     = "gen_ai.output.messages"
+	AttrSystemInstructions = "gen_ai.system_instructions"
+	AttrToolCallArguments  = "gen_ai.tool.call.arguments"
+	AttrToolCallResult     = "gen_ai.tool.call.result"
 	// session.id (general session conventions): GenAI tools such as
 	// Langfuse and Phoenix group traces by it.
-	AttrSessionID      = "session.id"
-	AttrErrorType      = "error.type"
-	AttrHTTPStatusCode = "http.response.status_code"
+	AttrSessionID = "session.id"
+	// input.value and output.value (OpenInference): the first input and
+	// last output GenAI tools (Phoenix, Langfuse) show for a trace and a
+	// session, read from the root span. Plain text, with capture only.
+	AttrInputValue  = "input.value"
+	AttrOutputValue = "output.value"
+	// ResourceProjectName (OpenInference, a resource attribute): the
+	// project Arize Phoenix files spans under ("default" without it).
+	ResourceProjectName = "openinference.project.name"
+	AttrErrorType       = "error.type"
+	AttrHTTPStatusCode  = "http.response.status_code"
 
-	// Claude Code: raw counts and transcript facts.
-	AttrRawInputTokens     = "claude_code.usage.input_tokens"
-	AttrCacheWrite5mTokens = "claude_code.usage.cache_write_5m_tokens"
-	AttrCacheWrite1hTokens = "claude_code.usage.cache_write_1h_tokens"
-	AttrRequestID          = "claude_code.request.id"
-	AttrRequestInterrupted = "claude_code.request.interrupted"
-	AttrSessionTitle       = "claude_code.session.title"
-	AttrSessionTurns       = "claude_code.session.turns"
+	// Claude Code: raw counts and transcript facts. Root and turn spans
+	// carry their totals under claude_code.usage.* only (input, output,
+	// cache read, cache writes by TTL); chat spans carry the first and the
+	// cache writes beside gen_ai.usage.*.
+	AttrRawInputTokens       = "claude_code.usage.input_tokens"
+	AttrTotalOutputTokens    = "claude_code.usage.output_tokens"
+	AttrTotalCacheReadTokens = "claude_code.usage.cache_read_tokens"
+	AttrCacheWrite5mTokens   = "claude_code.usage.cache_write_5m_tokens"
+	AttrCacheWrite1hTokens   = "claude_code.usage.cache_write_1h_tokens"
+	AttrRequestID            = "claude_code.request.id"
+	AttrRequestInterrupted   = "claude_code.request.interrupted"
+	AttrSessionTitle         = "claude_code.session.title"
+	AttrSessionTurns         = "claude_code.session.turns"
 	// The project in the form of the metrics' project label: the
 	// working directory's basename by default, the full path on request.
 	AttrProject             = "claude_code.project"

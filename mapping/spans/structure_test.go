@@ -118,12 +118,23 @@ func isTurn(s *spans.Span) bool { _, ok := s.Attr(spans.AttrTurnRequests); retur
 
 func intAttr(s *spans.Span, k string) int64 { v, _ := s.Attr(k); return v.Int }
 
-// tokensOf reads the token totals of a span by type.
+// tokensOf reads the token counts of a span by type: a chat span's
+// gen_ai.usage.* and raw counts, a root's or turn's totals (under
+// claude_code.usage.* only).
 func tokensOf(s *spans.Span) session.Tokens {
-	return session.Tokens{Input: intAttr(s, spans.AttrRawInputTokens), Output: intAttr(s, spans.AttrUsageOutputTokens),
-		CacheRead: intAttr(s, spans.AttrUsageCacheReadTokens), CacheWrite5m: intAttr(s, spans.AttrCacheWrite5mTokens),
+	out, read := spans.AttrUsageOutputTokens, spans.AttrUsageCacheReadTokens
+	if isRoot(s) || isTurn(s) {
+		out, read = spans.AttrTotalOutputTokens, spans.AttrTotalCacheReadTokens
+	}
+	return session.Tokens{Input: intAttr(s, spans.AttrRawInputTokens), Output: intAttr(s, out),
+		CacheRead: intAttr(s, read), CacheWrite5m: intAttr(s, spans.AttrCacheWrite5mTokens),
 		CacheWrite1h: intAttr(s, spans.AttrCacheWrite1hTokens)}
 }
+
+// genaiUsageKeys are the attributes GenAI tools (Langfuse) add up over
+// every span of a trace: only chat spans may carry them.
+var genaiUsageKeys = []string{spans.AttrUsageInputTokens, spans.AttrUsageOutputTokens, spans.AttrUsageCacheReadTokens,
+	spans.AttrUsageCacheWriteTokens, spans.AttrUsageCost}
 
 // checkNames checks, on every span, what a user scanning a trace list or
 // a GenAI tool needs (issue 12): the root names its project and session
@@ -334,10 +345,18 @@ func checkTree(t *testing.T, all []spans.Span, x *issued, g spans.Granularity, s
 			late[strings.SplitN(parent.Name, " ", 2)[0]+"<-"+strings.SplitN(s.Name, " ", 2)[0]]++
 		}
 		op, _ := s.Attr(spans.AttrOperationName)
+		// Over every span, as Langfuse sums them: only chat spans count.
+		out, _ := s.Attr(spans.AttrUsageOutputTokens)
+		outSum += out.Int
+		if op.Str != spans.OperationChat || s.Kind != spans.KindClient {
+			for _, k := range genaiUsageKeys {
+				if _, ok := s.Attr(k); ok {
+					t.Errorf("%s: %s on a span that is not a request", s.Name, k)
+				}
+			}
+		}
 		switch {
 		case op.Str == spans.OperationChat:
-			out, _ := s.Attr(spans.AttrUsageOutputTokens)
-			outSum += out.Int
 			if s.Kind != spans.KindClient && s.Name != spans.SpanCompaction {
 				t.Errorf("%s: kind %s", s.Name, s.Kind)
 			}
@@ -391,6 +410,6 @@ func checkTree(t *testing.T, all []spans.Span, x *issued, g spans.Granularity, s
 		}
 	}
 	if outSum != x.outputTotal {
-		t.Errorf("sum of %s over chat spans = %d, requests total %d", spans.AttrUsageOutputTokens, outSum, x.outputTotal)
+		t.Errorf("sum of %s over all spans = %d, requests total %d", spans.AttrUsageOutputTokens, outSum, x.outputTotal)
 	}
 }
