@@ -148,8 +148,9 @@ func (h *History) WriteOpenMetrics(w io.Writer, m *Metrics, end time.Time, cut b
 	sort.Slice(vecs, func(i, j int) bool { return vecs[i].name < vecs[j].name })
 	var line []byte
 	for _, v := range vecs {
-		family := strings.TrimSuffix(v.name, "_total")
-		fmt.Fprintf(bw, "# HELP %s %s\n# TYPE %s counter\n", family, escapeHelp(v.help), family)
+		// A family's HELP and TYPE come with its first series: a family
+		// without one is left out.
+		header := false
 		keys := make([]string, 0, len(h.series[v]))
 		for k := range h.series[v] {
 			keys = append(keys, k)
@@ -169,6 +170,11 @@ func (h *History) WriteOpenMetrics(w io.Writer, m *Metrics, end time.Time, cut b
 					continue
 				}
 				final = min(before, final)
+			}
+			if !header {
+				family := strings.TrimSuffix(v.name, "_total")
+				fmt.Fprintf(bw, "# HELP %s %s\n# TYPE %s counter\n", family, escapeHelp(v.help), family)
+				header = true
 			}
 			prefix := seriesPrefix(v.name, v.labels, s.labels, extra)
 			sample := func(ms int64, val float64) {
