@@ -106,6 +106,11 @@ func TestHistoryWritesTheEdgesOfTheCellsASeriesMovedIn(t *testing.T) {
 			if strings.Join(got, "\n") != strings.Join(tc.want, "\n") {
 				t.Errorf("got\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(tc.want, "\n"))
 			}
+			// Only families with a series have HELP and TYPE: here the
+			// tokens alone.
+			if n := strings.Count(b.String(), "# TYPE "); n != 1 {
+				t.Errorf("%d families written, want 1 (tokens):\n%s", n, b.String())
+			}
 			if !strings.HasSuffix(b.String(), "# EOF\n") {
 				t.Errorf("no # EOF at the end")
 			}
