@@ -95,7 +95,7 @@ logs:
 # prometheus-data volume, a restart to load them. Run it before the stack
 # first scrapes the exporter, or set HISTORY_END to the hour it did (RFC 3339,
 # e.g. 2026-11-20T09:00:00Z) so that history and live samples never overlap.
-# HISTORY_STEP=1d makes the file 24 times smaller (daily panels stay exact).
+# HISTORY_STEP is the finest cell of the last 48 hours (days before it).
 CLAUDE_DIR   ?= $(HOME)/.claude
 HISTORY_DIR  ?= $(CURDIR)/history
 HISTORY_STEP ?= 1h

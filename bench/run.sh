@@ -13,7 +13,8 @@ cd "$ROOT"
 
 SIZES=${BENCH_SIZES:-"100 1024 2048"}
 RUNS=${BENCH_RUNS:-5}
-STEPS=${BENCH_STEPS:-"oneshot exact gobench idle memory restart"}
+STEPS=${BENCH_STEPS:-"oneshot exact gobench idle memory restart history"}
+HISTORY_SIZES=${BENCH_HISTORY_SIZES:-"100"}
 RESTART_SIZE=${BENCH_RESTART_SIZE:-1024}
 RESTARTS=${BENCH_RESTARTS:-3}
 INDEP_SIZES=${BENCH_INDEP_SIZES:-"1024"}
@@ -548,6 +549,56 @@ if has_step memory; then
 			target "$(awk "BEGIN { print ($v <= 64) ? \"PASS\" : \"FAIL\" }")" "resident size after a ${LONG_LINE_MB} MB line <= 64 MiB: $v MiB"
 		fi
 	done
+	say
+fi
+
+# ---------------------------------------------------------------- history
+
+if has_step history; then
+	# The history file (README "Last month, day by day") of every source
+	# tree and of the amplified corpora of BENCH_HISTORY_SIZES, against the
+	# transcripts it comes from; promtool's time to make blocks of it when
+	# a promtool is at hand (CTE_PROMTOOL_BIN or on PATH). Target: no
+	# larger than the transcripts, on trees of 1 MiB or more.
+	PROMTOOL=${CTE_PROMTOOL_BIN:-$(command -v promtool || true)}
+	say "history: --oneshot.history-file (default step and recent window) against the transcripts' bytes; promtool tsdb create-blocks-from openmetrics --max-block-duration=744h${PROMTOOL:+ ($PROMTOOL)}"
+	sayf '  %-28s %14s %14s %7s %9s %10s\n' tree transcript_B history_B ratio write_s promtool_s
+	worst=0
+	hist_dirs=()
+	mapfile -t hist_dirs < <(source_trees)
+	for size in $HISTORY_SIZES; do
+		hist_dirs+=("$(ensure_corpus "$size")/claude")
+	done
+	for d in "${hist_dirs[@]}"; do
+		name=$(basename "$d")
+		[ "$name" = claude ] && name="amplified-$(basename "$(dirname "$d")" | sed 's/.*-//')"
+		tb=$(find -L "$d" -path '*/projects/*' -name '*.jsonl' -type f -printf '%s\n' | awk '{s += $1} END {print s + 0}')
+		[ "$tb" -gt 0 ] || continue
+		f="$WORK/history.om"
+		s0=$(date +%s.%N)
+		"$BIN" --oneshot --claude.dir="$d" "${EXP_FLAGS[@]}" --oneshot.metrics-file=/dev/null --oneshot.history-file="$f" >/dev/null 2>&1 ||
+			{ say "  $name: FAILED: the one-shot with --oneshot.history-file"; continue; }
+		s1=$(date +%s.%N)
+		hb=$(stat -c %s "$f")
+		pt=-
+		if [ -n "$PROMTOOL" ]; then
+			rm -rf "$WORK/history-data"
+			p0=$(date +%s.%N)
+			if "$PROMTOOL" tsdb create-blocks-from openmetrics --max-block-duration=744h "$f" "$WORK/history-data" >"$OUT/promtool-$name.log" 2>&1; then
+				pt=$(awk "BEGIN { printf \"%.2f\", $(date +%s.%N) - $p0 }")
+			else
+				pt=FAILED
+			fi
+			rm -rf "$WORK/history-data"
+		fi
+		ratio=$(awk "BEGIN { printf \"%.4f\", $hb / $tb }")
+		# A tree of a few requests pays the families' HELP lines and a few
+		# label sets: the target is for trees of 1 MiB and more.
+		[ "$tb" -ge 1048576 ] && worst=$(awk "BEGIN { print ($ratio > $worst) ? $ratio : $worst }")
+		sayf '  %-28s %14s %14s %7s %9s %10s\n' "$name" "$tb" "$hb" "$ratio" "$(awk "BEGIN { printf \"%.2f\", $s1 - $s0 }")" "$pt"
+		rm -f "$f"
+	done
+	target "$(awk "BEGIN { print ($worst <= 1) ? \"PASS\" : \"FAIL\" }")" "history file no larger than its transcripts (trees of 1 MiB or more): at most $worst of their bytes"
 	say
 fi
 

@@ -50,15 +50,44 @@ func backfill(t *testing.T, tree, instance string, extra ...string) (string, tim
 }
 
 // TestHistoryGivesEveryDayItsSpend is "what did I spend per day last
-// month?": the history of a real tree, loaded into a real Prometheus 3
-// with promtool, answers increase() per UTC day with exactly the
-// independent count of that day's requests: output and cache-read tokens
-// and cost.
+// month?": the history of every corpus tree, loaded into a real
+// Prometheus 3 with promtool, answers increase(...[1d] anchored) per UTC
+// day with exactly the independent count of that day's requests: output
+// and cache-read tokens and cost. The history has samples only around the
+// cells a series moved in (days, and hours in the recent window): run
+// once as shipped (every day of the corpus is before the recent window)
+// and once with hours throughout, where every hour a request was made in,
+// and the one after it, answer increase(...[1h] anchored) exactly too.
 func TestHistoryGivesEveryDayItsSpend(t *testing.T) {
-	tree := filepath.Join(testbackend.CorpusDir(t), "eduardodmb")
+	longest := 0
+	for _, tree := range testbackend.CorpusTrees(t) {
+		for _, hourly := range []bool{false, true} {
+			name := filepath.Base(tree) + "/days"
+			if hourly {
+				name = filepath.Base(tree) + "/hours"
+			}
+			t.Run(name, func(t *testing.T) {
+				if n := historyDays(t, tree, hourly); n > longest {
+					longest = n
+				}
+			})
+		}
+	}
+	if longest < 10 {
+		t.Fatalf("the longest tree spans %d days: not a history", longest)
+	}
+}
+
+// historyDays runs the per-day (and, hourly, per-hour) check on tree and
+// returns its number of active days.
+func historyDays(t *testing.T, tree string, hourly bool) int {
 	want, err := indepcount.Count(tree)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if len(want.OutputByDay) == 0 {
+		t.Logf("%s has no request: nothing to check", filepath.Base(tree))
+		return 0
 	}
 	costByDay := map[string]float64{}
 	prices := metrics.DefaultPrices()
@@ -70,10 +99,11 @@ func TestHistoryGivesEveryDayItsSpend(t *testing.T) {
 			costByDay[r.At.UTC().Format("2006-01-02")] += usd
 		}
 	}
-	if len(want.OutputByDay) < 10 {
-		t.Fatalf("the tree spans %d days: not a history", len(want.OutputByDay))
+	var flags []string
+	if hourly {
+		flags = []string{"--oneshot.history-recent=1000000h"}
 	}
-	data, _ := backfill(t, tree, "laptop:9812")
+	data, _ := backfill(t, tree, "laptop:9812", flags...)
 	prom := testbackend.StartPrometheus(t, testbackend.PromOptions{DataDir: data,
 		ExtraArgs: []string{"--storage.tsdb.retention.time=10y"}})
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -171,8 +201,26 @@ func TestHistoryGivesEveryDayItsSpend(t *testing.T) {
 	if v := query(`sum(increase(claude_transcript_tokens_total{type="output",`+sel[1:len(sel)-1]+`}[1d] anchored))`, last.Add(48*time.Hour)); v != 0 {
 		t.Errorf("the day after the last request: %v output tokens, want 0", v)
 	}
+	if hourly {
+		outByHour := map[time.Time]int64{}
+		for _, r := range want.Done {
+			outByHour[r.At.UTC().Truncate(time.Hour)] += r.Output
+		}
+		hours := 0
+		for h := range outByHour {
+			for _, end := range []time.Time{h.Add(time.Hour), h.Add(2 * time.Hour)} {
+				out := query(`sum(increase(claude_transcript_tokens_total{type="output",`+sel[1:len(sel)-1]+`}[1h] anchored))`, end)
+				if out != float64(outByHour[end.Add(-time.Hour)]) {
+					t.Errorf("the hour before %s: output %v, independent count %d", end.Format(time.RFC3339), out, outByHour[end.Add(-time.Hour)])
+				}
+				hours++
+			}
+		}
+		t.Logf("%d hours checked", hours)
+	}
 	t.Logf("%d days, %v output tokens", len(days), total)
 	_ = fmt.Sprint
+	return len(days)
 }
 
 // familiesOf lists the metric names of a history file's samples.

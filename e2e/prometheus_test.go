@@ -112,6 +112,7 @@ func TestBadFlagsFailAtStartNamingTheFlag(t *testing.T) {
 		{"files interval too short", []string{"--claude.dir=" + tree, "--claude.files-interval=1ms"}, "--claude.files-interval"},
 		{"history step that splits no day", []string{"--claude.dir=" + tree, "--oneshot.history-file=/tmp/x.om", "--oneshot.history-step=7m"}, "--oneshot.history-step"},
 		{"history step too short", []string{"--claude.dir=" + tree, "--oneshot.history-file=/tmp/x.om", "--oneshot.history-step=30s"}, "--oneshot.history-step"},
+		{"history recent window below zero", []string{"--claude.dir=" + tree, "--oneshot.history-file=/tmp/x.om", "--oneshot.history-recent=-1h"}, "--oneshot.history-recent"},
 		{"history end not a time", []string{"--claude.dir=" + tree, "--oneshot.history-end=yesterday"}, "--oneshot.history-end"},
 		{"history end between steps", []string{"--claude.dir=" + tree, "--oneshot.history-end=2026-11-01T10:30:00Z"}, "--oneshot.history-end"},
 		{"history into a directory", []string{"--claude.dir=" + tree, "--oneshot.history-file=" + t.TempDir()}, "--oneshot.history-file"},

@@ -54,7 +54,8 @@ func run(args []string) int {
 	app.Flag("oneshot", "Read every transcript once, export its spans, print the metrics exposition to stdout and exit.").BoolVar(&cfg.Oneshot)
 	app.Flag("oneshot.metrics-file", "With --oneshot, write the exposition to this file instead of stdout (e.g. for node_exporter's textfile collector, or to keep stdout pure OTLP JSON with --traces.exporter=stdout).").StringVar(&cfg.OneshotMetricsFile)
 	app.Flag("oneshot.history-file", "With --oneshot, also write every counter as OpenMetrics samples with timestamps, for promtool tsdb create-blocks-from openmetrics (see make backfill).").StringVar(&cfg.OneshotHistoryFile)
-	durationFlag(app, "oneshot.history-step", "Time between two samples of the history file (a divisor or a multiple of 24h, at least 1m).", &cfg.OneshotHistoryStep)
+	durationFlag(app, "oneshot.history-step", "The history's finest cell (a divisor or a multiple of 24h, at least 1m): a series has a sample at both edges of every step it moved in during the recent window.", &cfg.OneshotHistoryStep)
+	durationFlag(app, "oneshot.history-recent", "How long before the end of the history its cells are steps (from the UTC midnight before); before that, a series has samples only at the midnights around the days it moved in (increase(...[1d] anchored) stays exact). A large value: steps throughout.", &cfg.OneshotHistoryRecent)
 	timeFlag(app, "oneshot.history-end", "End the history here (RFC 3339 or Unix seconds, a multiple of the step) instead of at the end of the read: "+
 		"the time Prometheus first scraped the live exporter, so that history and live samples never overlap.", &cfg.OneshotHistoryEnd)
 	app.Flag("oneshot.history-job", "The job label of the history's series: the job_name that scrapes the live exporter.").Default(cfg.OneshotHistoryJob).StringVar(&cfg.OneshotHistoryJob)

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"fmt"
 	"io"
+	"math"
 	"sort"
 	"strconv"
 	"strings"
@@ -18,13 +19,27 @@ import (
 // time of the unit that made it (Metrics.At): a request at the line that
 // completed it. Histograms and gauges are not kept.
 //
-// A series is sampled at every multiple of the step (in UTC: with a step
-// that divides a day, day boundaries are samples) from the boundary before
-// its first increment, where it is 0, to the end of the read, where it is
-// the counter's value: the value a scrape of the live exporter would
-// give. A sample at time T holds the increments made before T.
+// A sample at time T holds the increments made before T. Time is cut into
+// cells: in the recent window before the end (NewHistory's recent), one
+// per step; before it, one per UTC day (or per step when the step is a day
+// or more). A series has a sample at both edges of every cell in which it
+// moved, and at the end of the read, where it is the counter's value: the
+// value a scrape of the live exporter would give. Nothing else: a series
+// that did not move in a cell has no sample in it.
+//
+// That is all increase(...[d] anchored) needs to be exact over any range
+// whose edges are cell edges (every UTC midnight, every step in the recent
+// window): anchored takes the last sample at or before the range's start
+// (within the lookback delta) and the last sample in the range. The last
+// sample at or before an edge holds the value at the edge, since any
+// increment between them would have put a sample on the later edge of its
+// cell; and when the lookback finds none, the first sample in the range
+// is the value at the start for the same reason, and anchored uses it as
+// the start. A range in which the series did not move has no sample and
+// no result, which sum() reads as 0.
 type History struct {
 	step   int64 // milliseconds
+	recent int64 // milliseconds: cells are steps this long before the end, days before
 	at     int64 // the current unit's time in Unix milliseconds; 0 unknown
 	series map[*vec]map[string]*histSeries
 }
@@ -36,9 +51,25 @@ type histSeries struct {
 	late float64
 }
 
-// NewHistory returns a history sampled every step.
-func NewHistory(step time.Duration) *History {
-	return &History{step: step.Milliseconds(), series: map[*vec]map[string]*histSeries{}}
+// NewHistory returns a history whose cells are steps in the recent window
+// before its end and UTC days before it. step divides a day or is a
+// multiple of one; recent is rounded back to the midnight before it.
+func NewHistory(step, recent time.Duration) *History {
+	return &History{step: step.Milliseconds(), recent: recent.Milliseconds(), series: map[*vec]map[string]*histSeries{}}
+}
+
+// dayMs is a UTC day in milliseconds.
+const dayMs = 24 * 60 * 60 * 1000
+
+// cell returns the edges of the cell holding step index i: a step from
+// fineFrom on, a day (or the step, if longer) before it.
+func (h *History) cell(i, fineFrom int64) (int64, int64) {
+	start := i * h.step
+	if start >= fineFrom || h.step >= dayMs {
+		return start, start + h.step
+	}
+	day := floorDiv(start, dayMs) * dayMs
+	return day, day + dayMs
 }
 
 // RecordHistory makes every counter of m keep its increments in h.
@@ -108,6 +139,9 @@ func floorDiv(a, b int64) int64 {
 func (h *History) WriteOpenMetrics(w io.Writer, m *Metrics, end time.Time, cut bool, extra ...[2]string) error {
 	bw := bufio.NewWriterSize(w, 256<<10)
 	endMs := end.UnixMilli()
+	// The recent window begins at the UTC midnight before end - recent,
+	// so that days and steps share their edges.
+	fineFrom := floorDiv(endMs-h.recent, dayMs) * dayMs
 	vecs := make([]*vec, 0, len(h.series))
 	for v := range h.series {
 		vecs = append(vecs, v)
@@ -115,8 +149,9 @@ func (h *History) WriteOpenMetrics(w io.Writer, m *Metrics, end time.Time, cut b
 	sort.Slice(vecs, func(i, j int) bool { return vecs[i].name < vecs[j].name })
 	var line []byte
 	for _, v := range vecs {
-		family := strings.TrimSuffix(v.name, "_total")
-		fmt.Fprintf(bw, "# HELP %s %s\n# TYPE %s counter\n", family, escapeHelp(v.help), family)
+		// A family's HELP and TYPE come with its first series: a family
+		// without one is left out.
+		header := false
 		keys := make([]string, 0, len(h.series[v]))
 		for k := range h.series[v] {
 			keys = append(keys, k)
@@ -137,6 +172,11 @@ func (h *History) WriteOpenMetrics(w io.Writer, m *Metrics, end time.Time, cut b
 				}
 				final = min(before, final)
 			}
+			if !header {
+				family := strings.TrimSuffix(v.name, "_total")
+				fmt.Fprintf(bw, "# HELP %s %s\n# TYPE %s counter\n", family, escapeHelp(v.help), family)
+				header = true
+			}
 			prefix := seriesPrefix(v.name, v.labels, s.labels, extra)
 			sample := func(ms int64, val float64) {
 				line = append(line[:0], prefix...)
@@ -152,22 +192,30 @@ func (h *History) WriteOpenMetrics(w io.Writer, m *Metrics, end time.Time, cut b
 				idx = append(idx, i)
 			}
 			sort.Slice(idx, func(a, b int) bool { return idx[a] < idx[b] })
-			if len(idx) > 0 {
-				// 0 at the boundary before the first increment, then the
-				// running total at every boundary before the end.
-				var cum, prev float64
-				j := 0
-				for t := idx[0]; t*h.step < endMs; t++ {
-					for j < len(idx) && idx[j] < t {
-						cum += s.steps[idx[j]]
-						j++
-					}
-					// Summed in another order than the counter, a total
-					// may differ from it in its last bits: never above
-					// the final value, never below the previous sample.
-					prev = min(max(cum, prev), final)
-					sample(t*h.step, prev)
+			// The edges of every cell the series moved in, in order, each
+			// with the running total of the increments before it.
+			var cum, prev float64
+			last := int64(math.MinInt64)
+			j := 0
+			edge := func(t int64) {
+				if t <= last || t >= endMs {
+					return
 				}
+				last = t
+				for j < len(idx) && idx[j]*h.step < t {
+					cum += s.steps[idx[j]]
+					j++
+				}
+				// Summed in another order than the counter, a total may
+				// differ from it in its last bits: never above the final
+				// value, never below the previous sample.
+				prev = min(max(cum, prev), final)
+				sample(t, prev)
+			}
+			for _, i := range idx {
+				start, end := h.cell(i, fineFrom)
+				edge(start)
+				edge(end)
 			}
 			sample(endMs, final)
 		}

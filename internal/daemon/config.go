@@ -48,11 +48,14 @@ type Config struct {
 	// with --traces.exporter=stdout.
 	OneshotMetricsFile string
 	// OneshotHistoryFile receives every counter as OpenMetrics samples
-	// with timestamps (--oneshot.history-file), sampled every
-	// OneshotHistoryStep, with the job and instance labels a scrape
+	// with timestamps (--oneshot.history-file), at the edges of every
+	// OneshotHistoryStep a series moved in during the last
+	// OneshotHistoryRecent (--oneshot.history-recent) and of every UTC day
+	// it moved in before, with the job and instance labels a scrape
 	// would add (--oneshot.history-job, --oneshot.history-instance).
 	OneshotHistoryFile     string
 	OneshotHistoryStep     time.Duration
+	OneshotHistoryRecent   time.Duration
 	OneshotHistoryJob      string
 	OneshotHistoryInstance string
 	// OneshotHistoryEnd ends the history before the end of the read
@@ -176,6 +179,7 @@ func NewConfig() Config {
 		ActiveWindow:           5 * time.Minute,
 		FilesInterval:          10 * time.Second,
 		OneshotHistoryStep:     time.Hour,
+		OneshotHistoryRecent:   48 * time.Hour,
 		OneshotHistoryJob:      "claude-transcript-exporter",
 		OneshotHistoryInstance: "exporter:9812",
 		IdleTimeout:            30 * time.Minute,
@@ -342,6 +346,9 @@ func (c *Config) Validate() error {
 	}
 	if c.OneshotHistoryStep < time.Minute || 24*time.Hour%c.OneshotHistoryStep != 0 && c.OneshotHistoryStep%(24*time.Hour) != 0 {
 		return fmt.Errorf("--oneshot.history-step: %s, want at least 1m and a divisor or a multiple of 24h (so that days begin on a sample)", c.OneshotHistoryStep)
+	}
+	if c.OneshotHistoryRecent < 0 {
+		return fmt.Errorf("--oneshot.history-recent: %s, want 0 or more", c.OneshotHistoryRecent)
 	}
 	if !c.OneshotHistoryEnd.IsZero() && c.OneshotHistoryEnd.UnixMilli()%c.OneshotHistoryStep.Milliseconds() != 0 {
 		return fmt.Errorf("--oneshot.history-end: %s is not a multiple of --oneshot.history-step (%s) in UTC", c.OneshotHistoryEnd.Format(time.RFC3339), c.OneshotHistoryStep)

@@ -140,7 +140,7 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger, stdout io.Writer)
 		// History export: every counter increment with its time.
 		var history *prom.History
 		if cfg.OneshotHistoryFile != "" {
-			history = prom.NewHistory(cfg.OneshotHistoryStep)
+			history = prom.NewHistory(cfg.OneshotHistoryStep, cfg.OneshotHistoryRecent)
 			usage.RecordHistory(history)
 		}
 		// Metrics push: the same series as the exposition, over OTLP.
@@ -191,7 +191,7 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger, stdout io.Writer)
 			}); err != nil {
 				return fmt.Errorf("--oneshot.history-file: %w", err)
 			}
-			logger.Info("wrote the history", "file", cfg.OneshotHistoryFile, "step", cfg.OneshotHistoryStep, "end", end)
+			logger.Info("wrote the history", "file", cfg.OneshotHistoryFile, "step", cfg.OneshotHistoryStep, "recent", cfg.OneshotHistoryRecent, "end", end)
 		}
 		if cfg.OneshotMetricsFile != "" {
 			if err := writeExpositionFile(cfg.OneshotMetricsFile, reg); err != nil {
