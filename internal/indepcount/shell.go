@@ -15,23 +15,60 @@ import (
 // |, a newline or a bracket, and after variable assignments, the
 // keywords if/then/else/elif/while/until/do/! and the wrappers
 // sudo/env/command/exec/time/nohup), a git commit (git's global options
-// allowed before it) or a gh pr create; git and gh may be named by a
-// path (/usr/bin/git); dryRunRe is a --dry-run word.
+// allowed before it: -C, -c, --git-dir, --work-tree and --namespace take
+// the next word, any other word starting with - stands alone) or a gh pr
+// create; git and gh may be named by a path (/usr/bin/git). The first
+// group of commitRe is what follows commit in its simple command, where
+// dryRunRe looks for a --dry-run word.
 var (
-	blank    = `[ \t\r]` // what separates words (a newline separates commands)
-	word     = `[^ \t\r\n]`
-	prefix   = `(?:^|[;&|\n(){}])` + blank + `*(?:(?:[A-Za-z_][A-Za-z0-9_]*\+?=` + word + `*|sudo|env|command|exec|time|nohup|if|then|else|elif|while|until|do|!|\$)` + blank + `+)*(?:[^ \t\r\n\x00=;&|(){}<>]*/)?`
-	commitRe = regexp.MustCompile(prefix + `git(?:` + blank + `+(?:-[Cc]|--git-dir|--work-tree|--namespace)` + blank + `+` + word + `+|` + blank + `+-` + word + `*)*` + blank + `+commit(?:` + blank + `[^;&|\n]*)?(?:$|[;&|\n(){}])`)
-	prRe     = regexp.MustCompile(prefix + `gh` + blank + `+pr` + blank + `+create(?:` + blank + `|$|[;&|\n(){}])`)
-	dryRunRe = regexp.MustCompile(`(?:^|` + blank + `)--dry-run(?:$|` + blank + `|[;&|\n(){}])`)
+	blank     = `[ \t\r]` // what separates words (a newline separates commands)
+	word      = `[^ \t\r\n]`
+	prefix    = `(?:^|[;&|\n(){}])` + blank + `*(?:(?:[A-Za-z_][A-Za-z0-9_]*\+?=` + word + `*|sudo|env|command|exec|time|nohup|if|then|else|elif|while|until|do|!|\$)` + blank + `+)*(?:[^ \t\r\n\x00=;&|(){}<>]*/)?`
+	argOption = `-[Cc]|--git-dir|--work-tree|--namespace`
+	aloneOpt  = `-` + otherThan("C", "c", "-git-dir", "-work-tree", "-namespace")
+	commitRe  = regexp.MustCompile(prefix + `git(?:` + blank + `+(?:` + argOption + `)` + blank + `+` + word + `+|` + blank + `+` + aloneOpt + `)*` + blank + `+commit((?:` + blank + `[^;&|\n]*)?)(?:$|[;&|\n(){}])`)
+	prRe      = regexp.MustCompile(prefix + `gh` + blank + `+pr` + blank + `+create(?:` + blank + `|$|[;&|\n(){}])`)
+	dryRunRe  = regexp.MustCompile(`(?:^|` + blank + `)--dry-run(?:$|` + blank + `|[;&|\n(){}])`)
 )
 
-// shellCounts tells whether a command commits (not --dry-run) and
-// creates a pull request.
+// otherThan is a pattern for a run of word characters that is none of
+// the given words, whole (what follows it must end the word). It walks
+// the words' common prefixes: at each step the run may end (unless a
+// word ends there), go on with a character no word has next, or take one
+// that some word has and continue with the words that share it.
+func otherThan(words ...string) string {
+	var alts []string
+	ends := false
+	next := map[byte][]string{}
+	var order []byte
+	for _, w := range words {
+		if w == "" {
+			ends = true
+			continue
+		}
+		if _, ok := next[w[0]]; !ok {
+			order = append(order, w[0])
+		}
+		next[w[0]] = append(next[w[0]], w[1:])
+	}
+	if !ends {
+		alts = append(alts, ``)
+	}
+	class := `[^ \t\r\n`
+	for _, c := range order {
+		class += regexp.QuoteMeta(string(c))
+		alts = append(alts, regexp.QuoteMeta(string(c))+otherThan(next[c]...))
+	}
+	alts = append(alts, class+`]`+word+`*`)
+	return `(?:` + strings.Join(alts, `|`) + `)`
+}
+
+// shellCounts tells whether a command commits (no --dry-run after the
+// commit word) and creates a pull request.
 func shellCounts(cmd string) (commit, pr bool) {
 	for _, text := range shellTexts(cmd) {
-		for _, m := range commitRe.FindAllString(text, -1) {
-			if !dryRunRe.MatchString(m) {
+		for _, m := range commitRe.FindAllStringSubmatch(text, -1) {
+			if !dryRunRe.MatchString(m[1]) {
 				commit = true
 			}
 		}
