@@ -122,4 +122,3 @@ func TestEveryServedFamilyIsDescribed(t *testing.T) {
 		t.Fatal("the one-shots served no claude_transcript_ family")
 	}
 }
-
