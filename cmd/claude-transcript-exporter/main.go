@@ -111,6 +111,10 @@ func run(args []string) int {
 		return 2
 	}
 	cfg.ClaudeDirsDefault = !claudeDirSet
+	cfg.ClaudeDirsOrigin = "the default ~/.claude"
+	if os.Getenv("CLAUDE_CONFIG_DIR") != "" {
+		cfg.ClaudeDirsOrigin = "from $CLAUDE_CONFIG_DIR"
+	}
 	cfg.WebListenAddresses = *webFlags.WebListenAddresses
 	cfg.WebConfigFile = *webFlags.WebConfigFile
 	cfg.WebSystemdSocket = *webFlags.WebSystemdSocket

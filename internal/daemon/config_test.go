@@ -1,14 +1,25 @@
 package daemon
 
 import (
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 )
 
-func TestConfigRefusesHistoryAndFilesSettingsThatCannotWork(t *testing.T) {
+// claudeDir makes a Claude config dir (one holding projects/).
+func claudeDir(t *testing.T) string {
+	t.Helper()
 	dir := t.TempDir()
+	if err := os.Mkdir(filepath.Join(dir, "projects"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+func TestConfigRefusesHistoryAndFilesSettingsThatCannotWork(t *testing.T) {
+	dir := claudeDir(t)
 	for _, tc := range []struct {
 		name string
 		set  func(c *Config)
@@ -43,6 +54,57 @@ func TestConfigRefusesHistoryAndFilesSettingsThatCannotWork(t *testing.T) {
 				t.Errorf("accepted, want an error naming %s", tc.flag)
 			case tc.flag != "" && !strings.Contains(err.Error(), tc.flag):
 				t.Errorf("error %q does not name %s", err, tc.flag)
+			}
+		})
+	}
+}
+
+func TestConfigRefusesAClaudeDirThatIsNotOne(t *testing.T) {
+	good := claudeDir(t)
+	empty := t.TempDir()
+	parent := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(parent, ".claude", "projects"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	missing := filepath.Join(t.TempDir(), "missing")
+	for _, tc := range []struct {
+		name     string
+		dir      string
+		dflt     bool // the default dirs ($CLAUDE_CONFIG_DIR or ~/.claude), not --claude.dir
+		oneshot  bool
+		wantText []string // empty: valid
+	}{
+		{"a Claude dir", good, false, false, nil},
+		{"a Claude dir, one-shot", good, false, true, nil},
+		{"a dir without projects/", empty, false, false, []string{"--claude.dir", empty, "no projects/"}},
+		{"a dir without projects/, one-shot", empty, false, true, []string{"--claude.dir", empty, "no projects/"}},
+		{"the dir above a Claude dir", parent, false, true, []string{"no projects/", filepath.Join(parent, ".claude"), "did you mean"}},
+		{"a missing dir", missing, false, false, []string{"--claude.dir", missing, "does not exist"}},
+		{"a missing default dir is waited for", missing, true, false, nil},
+		{"a default dir without projects/ is waited for", empty, true, false, nil},
+		{"a missing default dir, one-shot", missing, true, true, []string{"--claude.dir", missing, "CLAUDE_CONFIG_DIR", "--oneshot"}},
+		{"a default dir without projects/, one-shot", empty, true, true, []string{"--claude.dir", empty, "CLAUDE_CONFIG_DIR", "no projects/"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := NewConfig()
+			c.ClaudeDirs, c.ClaudeDirsDefault, c.Oneshot = []string{tc.dir}, tc.dflt, tc.oneshot
+			if tc.dflt {
+				c.ClaudeDirsOrigin = "from $CLAUDE_CONFIG_DIR"
+			}
+			err := c.Validate()
+			if len(tc.wantText) == 0 {
+				if err != nil {
+					t.Fatalf("refused: %v", err)
+				}
+				return
+			}
+			if err == nil {
+				t.Fatalf("accepted, want an error saying %q", tc.wantText)
+			}
+			for _, w := range tc.wantText {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q does not say %q", err, w)
+				}
 			}
 		})
 	}
