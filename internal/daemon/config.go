@@ -137,6 +137,11 @@ const DefaultSpoolMaxBytes = 1 << 30
 // MinSpoolMaxBytes is the smallest cap: a few segments.
 const MinSpoolMaxBytes = 1 << 20
 
+// DefaultListenAddress is the default --web.listen-address: loopback
+// only, because /metrics shows spend and project names. The compose stack,
+// a container or a team Prometheus pass their own address.
+const DefaultListenAddress = "127.0.0.1:9812"
+
 // DefaultTracesSince is the default --traces.since: a week of sessions,
 // which deploy/tempo/tempo.yaml is set to find and keep.
 const DefaultTracesSince = 7 * 24 * time.Hour
@@ -145,7 +150,7 @@ const DefaultTracesSince = 7 * 24 * time.Hour
 // fills it from the environment.
 func NewConfig() Config {
 	return Config{
-		WebListenAddresses:     []string{":9812"},
+		WebListenAddresses:     []string{DefaultListenAddress},
 		TelemetryPath:          "/metrics",
 		MaxLineBytes:           transcript.DefaultMaxLineBytes,
 		GroupBytes:             DefaultGroupBytes,
