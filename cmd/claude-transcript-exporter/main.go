@@ -9,14 +9,15 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"regexp"
 	"runtime/debug"
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/alecthomas/kingpin/v2"
 	"github.com/prometheus/common/promslog"
-	"github.com/prometheus/common/promslog/flag"
 	"github.com/prometheus/common/version"
 	"github.com/prometheus/exporter-toolkit/web/kingpinflag"
 
@@ -38,6 +39,7 @@ func main() {
 }
 
 func run(args []string) int {
+	versionFromBuildInfo(debug.ReadBuildInfo())
 	cfg := daemon.NewConfig()
 	var claudeDirSet bool
 	home, _ := os.UserHomeDir()
@@ -104,7 +106,7 @@ func run(args []string) int {
 		StringVar(&cfg.Traces.SpoolDir)
 	bytesFlag(app, "otlp.spool-max-bytes", "Cap on the spans waiting in the spool. Past it the oldest spans are dropped first (counted in claude_transcript_exporter_spool_dropped_spans_total, logged once); 0: no cap.", &cfg.Traces.SpoolMaxBytes)
 	logCfg := &promslog.Config{}
-	flag.AddFlags(app, logCfg)
+	logFlags(app, logCfg)
 
 	if _, err := app.Parse(args); err != nil {
 		fmt.Fprintf(os.Stderr, "%s: error: %s\n", name, err)
@@ -144,4 +146,50 @@ func run(args []string) int {
 		return 1
 	}
 	return 0
+}
+
+// pseudoVersion matches a Go pseudo-version's time and revision
+// (v0.0.0-20261125193000-abcdef123456).
+var pseudoVersion = regexp.MustCompile(`-(?:0\.)?(\d{14})-([0-9a-f]{12})(?:\+incompatible)?$`)
+
+// versionFromBuildInfo fills the version, revision and build date that
+// make build sets with -ldflags from the module's build information when
+// they are empty (go build, go install ...@latest): the module version,
+// and the VCS revision and time Go records.
+func versionFromBuildInfo(bi *debug.BuildInfo, ok bool) {
+	if !ok || bi == nil {
+		return
+	}
+	if version.Version == "" && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+		version.Version = bi.Main.Version
+		// go install ...@<commit> gives a pseudo-version that holds the
+		// commit's time and revision, and no vcs.* settings.
+		if m := pseudoVersion.FindStringSubmatch(bi.Main.Version); m != nil {
+			if t, err := time.Parse("20060102150405", m[1]); err == nil && version.BuildDate == "" {
+				version.BuildDate = t.Format(time.RFC3339)
+			}
+			if version.Revision == "" {
+				version.Revision = m[2]
+			}
+		}
+	}
+	for _, s := range bi.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			if version.Revision == "" {
+				version.Revision = s.Value
+				if len(version.Revision) > 12 {
+					version.Revision = version.Revision[:12]
+				}
+			}
+		case "vcs.time":
+			if version.BuildDate == "" {
+				version.BuildDate = s.Value
+			}
+		case "vcs.modified":
+			if s.Value == "true" && version.Revision != "" && !strings.HasSuffix(version.Revision, "-dirty") {
+				version.Revision += "-dirty"
+			}
+		}
+	}
 }
