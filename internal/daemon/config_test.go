@@ -1,9 +1,11 @@
 package daemon
 
 import (
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -107,5 +109,31 @@ func TestConfigRefusesAClaudeDirThatIsNotOne(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+func TestStateLockProblemsSayWhy(t *testing.T) {
+	denied := lockProblem("/s/state.lock", &fs.PathError{Op: "open", Path: "/s/state.lock", Err: syscall.EACCES})
+	for _, w := range []string{"/s/state.lock", "another user", "--state.file"} {
+		if !strings.Contains(denied, w) {
+			t.Errorf("%q does not say %q", denied, w)
+		}
+	}
+	dir := t.TempDir()
+	release, why, err := lockState(filepath.Join(dir, "state"))
+	if err != nil || release == nil || why != "" {
+		t.Fatalf("a writable directory: release %v, why %q, err %v", release != nil, why, err)
+	}
+	defer release()
+	if _, _, err := lockState(filepath.Join(dir, "state")); err == nil || !strings.Contains(err.Error(), "--state.file") {
+		t.Errorf("a second lock: %v, want an error naming --state.file", err)
+	}
+	file := filepath.Join(dir, "file")
+	if err := os.WriteFile(file, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	release, why, err = lockState(filepath.Join(file, "state"))
+	if err != nil || release != nil || !strings.Contains(why, "directory") {
+		t.Errorf("a state file under a regular file: release %v, why %q, err %v", release != nil, why, err)
 	}
 }

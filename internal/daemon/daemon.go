@@ -43,12 +43,12 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger, stdout io.Writer)
 	if !cfg.Oneshot && cfg.StateFile != "" {
 		// One exporter per state file (and so per spool beside it): two
 		// would overwrite each other's counters.
-		release, err := lockState(cfg.StateFile)
+		release, why, err := lockState(cfg.StateFile)
 		if err != nil {
 			return err
 		}
 		if release == nil {
-			logger.Warn("state file not locked (its directory is not writable; the state cannot be saved either)", "file", cfg.StateFile)
+			logger.Warn("state file not locked: a second exporter on it would not be refused", "file", cfg.StateFile, "reason", why)
 		} else {
 			defer release()
 		}
@@ -204,7 +204,9 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger, stdout io.Writer)
 			logger.Info("state reset", "file", cfg.StateFile)
 		}
 		saved, err := checkpoint.Load(cfg.StateFile)
-		if err != nil {
+		if errors.Is(err, fs.ErrPermission) {
+			return &StartError{err} // the user's to fix: exit 2
+		} else if err != nil {
 			return err
 		}
 		if saved != nil {

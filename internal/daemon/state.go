@@ -5,6 +5,7 @@ import (
 	"encoding/gob"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"runtime/debug"
@@ -199,19 +200,29 @@ func (k *stateKeeper) age(now time.Time) {
 
 // lockState takes the lock beside the state file (<file>.lock). Another
 // exporter holding it is a start error naming --state.file; a directory
-// where the lock cannot be made gives no lock (nil release) and no error:
-// the daemon runs, and state_file_age_seconds shows the state is not
+// where the lock cannot be made, or a lock file this user may not open,
+// gives no lock (nil release), the reason (for the warning) and no error:
+// the daemon runs, and state_file_age_seconds shows whether the state is
 // saved.
-func lockState(path string) (release func(), err error) {
+func lockState(path string) (release func(), why string, err error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		return nil, nil
+		return nil, fmt.Sprintf("its directory cannot be made (%v): the state cannot be saved either", err), nil
 	}
 	release, err = safefile.Lock(path + ".lock")
 	if errors.Is(err, safefile.ErrLocked) {
-		return nil, &StartError{fmt.Errorf("--state.file: %w; give each exporter its own --state.file", err)}
+		return nil, "", &StartError{fmt.Errorf("--state.file: %w; give each exporter its own --state.file", err)}
 	}
 	if err != nil {
-		return nil, nil
+		return nil, lockProblem(path+".lock", err), nil
 	}
-	return release, nil
+	return release, "", nil
+}
+
+// lockProblem says why the state's lock file could not be taken.
+func lockProblem(lock string, err error) string {
+	if errors.Is(err, fs.ErrPermission) {
+		return fmt.Sprintf("this user may not open %s (it belongs to another user, or its directory is not writable): "+
+			"run the exporter as the state file's owner, or give it a --state.file of its own", lock)
+	}
+	return err.Error()
 }
