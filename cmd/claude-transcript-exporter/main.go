@@ -11,6 +11,7 @@ import (
 	"os/signal"
 	"regexp"
 	"runtime/debug"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -134,6 +135,11 @@ func run(args []string) int {
 		return 2
 	}
 	logger.Info("starting", "version", version.Info(), "claude_dirs", strings.Join(cfg.ClaudeDirs, ","))
+	if cfg.Oneshot {
+		if ignored := oneshotIgnores(flagsSet(app, args)); len(ignored) > 0 {
+			logger.Warn("--oneshot keeps no state and serves nothing: these flags do nothing with it", "flags", strings.Join(ignored, ","))
+		}
+	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -192,4 +198,35 @@ func versionFromBuildInfo(bi *debug.BuildInfo, ok bool) {
 			}
 		}
 	}
+}
+
+// flagsSet returns the names of the flags given on the command line.
+func flagsSet(app *kingpin.Application, args []string) []string {
+	ctx, err := app.ParseContext(args)
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for _, el := range ctx.Elements {
+		if f, ok := el.Clause.(*kingpin.FlagClause); ok {
+			out = append(out, f.Model().Name)
+		}
+	}
+	return out
+}
+
+// oneshotIgnores returns the flags among set that a one-shot run does not
+// use: it neither reads nor writes the state file (a one-shot counts
+// everything from the transcripts), keeps no spool, and serves no HTTP.
+func oneshotIgnores(set []string) []string {
+	var out []string
+	for _, n := range set {
+		if strings.HasPrefix(n, "state.") || strings.HasPrefix(n, "web.") || strings.HasPrefix(n, "otlp.spool-") ||
+			n == "sessions.active-window" || n == "claude.files-interval" {
+			if !slices.Contains(out, "--"+n) {
+				out = append(out, "--"+n)
+			}
+		}
+	}
+	return out
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"runtime/debug"
+	"strings"
 	"testing"
 	"time"
 
@@ -56,6 +57,21 @@ func TestDurationsShowAsTheReadmeWritesThem(t *testing.T) {
 	} {
 		if got := showDuration(tc.d); got != tc.want {
 			t.Errorf("showDuration(%v) = %q, want %q", tc.d, got, tc.want)
+		}
+	}
+}
+
+func TestOneshotNamesTheFlagsItDoesNotUse(t *testing.T) {
+	for _, tc := range []struct {
+		set  []string
+		want string
+	}{
+		{[]string{"claude.dir", "oneshot", "traces.since"}, ""},
+		{[]string{"oneshot", "state.file", "web.listen-address", "web.listen-address", "otlp.spool-dir"}, "--state.file --web.listen-address --otlp.spool-dir"},
+		{[]string{"state.reset", "web.config.file", "metrics.push.endpoint"}, "--state.reset --web.config.file"},
+	} {
+		if got := strings.Join(oneshotIgnores(tc.set), " "); got != tc.want {
+			t.Errorf("%v: %q, want %q", tc.set, got, tc.want)
 		}
 	}
 }
