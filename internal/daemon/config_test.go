@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"io/fs"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -135,5 +136,17 @@ func TestStateLockProblemsSayWhy(t *testing.T) {
 	release, why, err = lockState(filepath.Join(file, "state"))
 	if err != nil || release != nil || !strings.Contains(why, "directory") {
 		t.Errorf("a state file under a regular file: release %v, why %q, err %v", release != nil, why, err)
+	}
+}
+
+func TestDefaultListenAddressIsLoopbackOnly(t *testing.T) {
+	for _, a := range NewConfig().WebListenAddresses {
+		host, _, err := net.SplitHostPort(a)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ip := net.ParseIP(host); ip == nil || !ip.IsLoopback() {
+			t.Errorf("default --web.listen-address %s is not a loopback address: /metrics shows spend and project names", a)
+		}
 	}
 }
