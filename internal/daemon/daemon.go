@@ -194,7 +194,7 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger, stdout io.Writer)
 
 	// Durable state: counters, dedup state and file watermarks from the
 	// last run, so that nothing is counted twice and nothing is lost.
-	st := &stateKeeper{cfg: &cfg, log: logger.With("component", "state"), self: self}
+	st := &stateKeeper{cfg: &cfg, mapper: mapper, log: logger.With("component", "state"), self: self}
 	st.since(now())
 	if cfg.StateFile != "" {
 		if cfg.StateReset {
@@ -210,7 +210,7 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger, stdout io.Writer)
 			return err
 		}
 		if saved != nil {
-			if err := restoreState(saved, usage, asm, rd, now()); err != nil {
+			if err := restoreState(saved, usage, asm, mapper, rd, now()); err != nil {
 				return fmt.Errorf("restore state file %s: %w (start with %s to discard it)", cfg.StateFile, err, checkpoint.ResetFlag)
 			}
 			st.since(saved.WrittenAt)

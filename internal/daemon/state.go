@@ -5,6 +5,7 @@ import (
 	"encoding/gob"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -16,6 +17,7 @@ import (
 	"github.com/claude-transcript-exporter/claude-transcript-exporter/exporter/prom"
 	"github.com/claude-transcript-exporter/claude-transcript-exporter/internal/checkpoint"
 	"github.com/claude-transcript-exporter/claude-transcript-exporter/internal/safefile"
+	"github.com/claude-transcript-exporter/claude-transcript-exporter/mapping/metrics"
 	"github.com/claude-transcript-exporter/claude-transcript-exporter/mapping/session"
 )
 
@@ -28,6 +30,9 @@ type snapshot struct {
 	counters prom.State
 	asm      session.State
 	files    []checkpoint.Entry
+	// projects is the label given to each working dir (basename labels):
+	// a label once given never changes, across restarts too.
+	projects map[string]string
 }
 
 // takeSnapshot copies the counters, the assembler state and the file
@@ -53,13 +58,16 @@ func (s *snapshot) large() bool { return len(s.files) > 2000 }
 // header.
 func (s *snapshot) write() error {
 	f := &checkpoint.File{WrittenAt: s.at.UTC(), Roots: s.cfg.ClaudeDirs, Files: s.files}
-	return checkpoint.Write(s.cfg.StateFile, f, &s.counters, &s.asm)
+	if s.projects == nil {
+		s.projects = map[string]string{}
+	}
+	return checkpoint.Write(s.cfg.StateFile, f, &s.counters, &s.asm, &s.projects)
 }
 
 // restoreState loads a saved state into the counters, the assembler and
 // the reader's file table. Files are checked against their fingerprints
 // before they are read again.
-func restoreState(f *checkpoint.File, usage *prom.Metrics, asm *session.Assembler, rd *reader, now time.Time) error {
+func restoreState(f *checkpoint.File, usage *prom.Metrics, asm *session.Assembler, mapper *metrics.Mapper, rd *reader, now time.Time) error {
 	var (
 		ms prom.State
 		as session.State
@@ -70,6 +78,9 @@ func restoreState(f *checkpoint.File, usage *prom.Metrics, asm *session.Assemble
 	if len(f.Metrics) > 0 || len(f.Assembler) > 0 {
 		payloads := [][]byte{f.Metrics, f.Assembler}
 		decodeNext = func(v any) error {
+			if len(payloads) == 0 {
+				return io.EOF
+			}
 			p := payloads[0]
 			payloads = payloads[1:]
 			return gob.NewDecoder(bytes.NewReader(p)).Decode(v)
@@ -87,6 +98,15 @@ func restoreState(f *checkpoint.File, usage *prom.Metrics, asm *session.Assemble
 	if err := asm.Restore(as, now); err != nil {
 		return err
 	}
+	// The project labels, in files written since they are kept (older
+	// files end before them: their labels are given afresh).
+	var projects map[string]string
+	if err := decodeNext(&projects); err != nil && !errors.Is(err, io.EOF) {
+		return fmt.Errorf("restore project labels: %w", err)
+	}
+	if mapper != nil {
+		mapper.RestoreProjectLabels(projects)
+	}
 	for _, e := range f.Files {
 		rd.restored[e.Path] = e
 	}
@@ -103,9 +123,10 @@ func restoreState(f *checkpoint.File, usage *prom.Metrics, asm *session.Assemble
 // written ages, and its failures are counted, so the stale-state alert
 // fires.
 type stateKeeper struct {
-	cfg  *Config
-	log  interface{ Warn(string, ...any) }
-	self *prom.Self
+	cfg    *Config
+	mapper *metrics.Mapper // its project labels are saved
+	log    interface{ Warn(string, ...any) }
+	self   *prom.Self
 	// good is when the file on disk was last known current (Unix ns): the
 	// last successful write, the restored file's time, else the start.
 	good atomic.Int64
@@ -159,6 +180,9 @@ func (k *stateKeeper) save(usage *prom.Metrics, asm *session.Assembler, rd *read
 		}
 	}
 	snap := takeSnapshot(k.cfg, usage, asm, rd, now)
+	if k.mapper != nil {
+		snap.projects = k.mapper.ProjectLabels()
+	}
 	k.failed.Store(false)
 	done := func() {
 		if err := snap.write(); err != nil {
