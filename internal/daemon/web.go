@@ -16,7 +16,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	dto "github.com/prometheus/client_model/go"
-	"github.com/prometheus/common/version"
 	"github.com/prometheus/exporter-toolkit/web"
 
 	"github.com/claude-transcript-exporter/claude-transcript-exporter/exporter/prom"
@@ -86,9 +85,7 @@ func serve(cfg *Config, logger *slog.Logger, reg *prometheus.Registry, ready *at
 		w.WriteHeader(http.StatusOK)
 		_, _ = io.WriteString(w, "Ready.\n")
 	})
-	profiling := "false"
 	if cfg.WebEnablePprof {
-		profiling = "true"
 		mux.HandleFunc("/debug/pprof/", pprof.Index)
 		mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
 		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
@@ -96,21 +93,7 @@ func serve(cfg *Config, logger *slog.Logger, reg *prometheus.Registry, ready *at
 		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
 	}
 	if cfg.TelemetryPath != "/" {
-		landing, err := web.NewLandingPage(web.LandingConfig{
-			Name:        "Claude Transcript Exporter",
-			Description: "Prometheus metrics and OpenTelemetry traces from Claude Code transcripts",
-			Version:     version.Info(),
-			Links: []web.LandingLinks{
-				{Address: cfg.TelemetryPath, Text: "Metrics"},
-				{Address: "/-/healthy", Text: "Health"},
-				{Address: "/-/ready", Text: "Readiness"},
-			},
-			// Its pprof links only when the handlers are there.
-			Profiling: profiling,
-		})
-		if err == nil {
-			mux.Handle("/", landing)
-		}
+		mux.Handle("/", landing{cfg: cfg, reg: reg, ready: ready, now: time.Now})
 	}
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	errCh := make(chan error, 1)
