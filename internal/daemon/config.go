@@ -92,6 +92,10 @@ type Config struct {
 	Traces TracesConfig
 	// Push configures the OTLP metrics push.
 	Push PushConfig
+
+	// projectOf names a working dir's project on spans as the metrics'
+	// mapper labels it (set by Run; nil: spanProject).
+	projectOf func(cwd string) string
 }
 
 // TracesConfig configures span export.

@@ -90,6 +90,7 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger, stdout io.Writer)
 	mapper := metrics.NewMapper(metrics.Config{Project: projectLabel, Prices: prices,
 		MaxAttribution: cfg.AttributionLimit}, usage)
 	claudeFiles := newFilesStage(&cfg, reg, mapper)
+	cfg.projectOf = mapper.Project // spans name projects as the metrics do
 
 	// Traces.
 	traces, err := newTraces(ctx, &cfg, prices, logger.With("component", "traces"), self, stdout)

@@ -159,7 +159,11 @@ func buildTraces(ctx context.Context, cfg *Config, prices *metrics.Prices, logge
 			lastClamped = c
 		}
 	}
-	b = spans.NewBuilder(builderConfig(tc, cfg.ProjectLabel, prices), emit)
+	bc := builderConfig(tc, cfg.ProjectLabel, prices)
+	if cfg.projectOf != nil {
+		bc.Project = cfg.projectOf // the metrics' labels, collision-free
+	}
+	b = spans.NewBuilder(bc, emit)
 	spool := "none"
 	if qcfg.Spool != nil {
 		spool = qcfg.Spool.Dir()
