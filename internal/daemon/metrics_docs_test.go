@@ -122,3 +122,38 @@ func TestEveryServedFamilyIsDescribed(t *testing.T) {
 		t.Fatal("the one-shots served no claude_transcript_ family")
 	}
 }
+
+// TestSpansNameProjectsAsTheMetricsDo reads trees whose working dirs share
+// basenames: every project a span names is a project label of the
+// metrics (on some series), hashed labels included.
+func TestSpansNameProjectsAsTheMetricsDo(t *testing.T) {
+	hashed := 0
+	for _, tree := range []string{"eduardodmb", "aistrad"} {
+		spans, mfs := tracesOneshotStdout(t, filepath.Join(testbackend.CorpusDir(t), tree), nil)
+		labels := map[string]bool{}
+		for _, mf := range mfs {
+			for _, m := range mf.GetMetric() {
+				for _, l := range m.GetLabel() {
+					if l.GetName() == "project" {
+						labels[l.GetValue()] = true
+					}
+				}
+			}
+		}
+		for _, s := range spans {
+			p, ok := s.Attrs["claude_code.project"].(string)
+			if !ok {
+				continue
+			}
+			if strings.Contains(p, "~") {
+				hashed++
+			}
+			if !labels[p] {
+				t.Errorf("%s: span %q names project %q, which no series has as its project label", tree, s.Name, p)
+			}
+		}
+	}
+	if hashed == 0 {
+		t.Error("no span named a second working dir of a basename (basename~hash): the trees no longer hold one")
+	}
+}
