@@ -146,6 +146,10 @@ const MinSpoolMaxBytes = 1 << 20
 // a container or a team Prometheus pass their own address.
 const DefaultListenAddress = "127.0.0.1:9812"
 
+// DefaultListenAddress6 is also served by default where the host has IPv6
+// loopback: localhost resolves to ::1 first on many systems.
+const DefaultListenAddress6 = "[::1]:9812"
+
 // DefaultTracesSince is the default --traces.since: a week of sessions,
 // which deploy/tempo/tempo.yaml is set to find and keep.
 const DefaultTracesSince = 7 * 24 * time.Hour

@@ -150,3 +150,38 @@ func TestDefaultListenAddressIsLoopbackOnly(t *testing.T) {
 		}
 	}
 }
+
+func TestDefaultListensOnBothLoopbacksWhereTheyExist(t *testing.T) {
+	if got := extraLoopback(NewConfig().WebListenAddresses); got != DefaultListenAddress6 {
+		t.Errorf("the default adds %q, want %s", got, DefaultListenAddress6)
+	}
+	for _, chosen := range [][]string{{":9812"}, {"127.0.0.1:9812", "10.0.0.1:9812"}, {"127.0.0.1:9999"}} {
+		if got := extraLoopback(chosen); got != "" {
+			t.Errorf("addresses the user chose %v get %q too", chosen, got)
+		}
+	}
+	cfg := NewConfig()
+	cfg.WebListenAddresses = []string{"127.0.0.1:0"}
+	ls, err := listenOn(&cfg, "[::1]:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		for _, l := range ls {
+			l.Close()
+		}
+	}()
+	want := 1
+	if probe, err := net.Listen("tcp", "[::1]:0"); err == nil {
+		probe.Close()
+		want = 2
+	}
+	if len(ls) != want {
+		t.Errorf("%d listeners, want %d (IPv4 loopback, and IPv6 loopback where the host has it)", len(ls), want)
+	}
+	for _, l := range ls {
+		if !l.Addr().(*net.TCPAddr).IP.IsLoopback() {
+			t.Errorf("listening on %s, not loopback", l.Addr())
+		}
+	}
+}

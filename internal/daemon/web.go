@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/pprof"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -33,6 +34,22 @@ func (e *StartError) Unwrap() error { return e.Err }
 // after minutes of reading. With --web.systemd-socket the sockets come from
 // systemd (LISTEN_FDS); vsock:// addresses are left to the toolkit.
 func listen(cfg *Config) ([]net.Listener, error) {
+	return listenOn(cfg, extraLoopback(cfg.WebListenAddresses))
+}
+
+// extraLoopback is the IPv6 loopback address the default also serves,
+// where the host has it, so that http://localhost:9812 answers whichever
+// address localhost resolves to first; "" for addresses the user chose.
+func extraLoopback(addrs []string) string {
+	if slices.Equal(addrs, []string{DefaultListenAddress}) {
+		return DefaultListenAddress6
+	}
+	return ""
+}
+
+// listenOn binds the configured listeners, and v6 too where it can be
+// bound (a host without IPv6 loopback is no error).
+func listenOn(cfg *Config, v6 string) ([]net.Listener, error) {
 	if cfg.WebSystemdSocket {
 		ls, err := activation.Listeners()
 		if err != nil {
@@ -62,6 +79,11 @@ func listen(cfg *Config) ([]net.Listener, error) {
 			return nil, &StartError{fmt.Errorf("--web.listen-address: %w", err)}
 		}
 		out = append(out, l)
+	}
+	if v6 != "" {
+		if l, err := net.Listen("tcp", v6); err == nil {
+			out = append(out, l)
+		}
 	}
 	return out, nil
 }
