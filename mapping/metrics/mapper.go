@@ -216,10 +216,7 @@ func (m *Mapper) Project(cwd string) string {
 	case ProjectPath:
 		return m.bound("project", cwd)
 	}
-	key := cwd
-	if t := strings.TrimRight(cwd, `/\`); t != "" {
-		key = t
-	}
+	key := projectKey(cwd)
 	if l, ok := m.projects[key]; ok {
 		return l
 	}
@@ -240,6 +237,21 @@ func (m *Mapper) Project(cwd string) string {
 		m.projects[key], m.owners[label] = label, key
 	}
 	return label
+}
+
+// projectKey is the identity of a working dir: its path without trailing
+// separators; a Windows path (X:\...) is case-insensitive and written with
+// either separator (Claude Code writes both S:\repo and s:\repo for one
+// dir), so it is folded to lower case and backslashes.
+func projectKey(cwd string) string {
+	key := cwd
+	if t := strings.TrimRight(cwd, `/\`); t != "" {
+		key = t
+	}
+	if len(key) >= 2 && key[1] == ':' && (key[0]|0x20 >= 'a' && key[0]|0x20 <= 'z') {
+		key = strings.ReplaceAll(strings.ToLower(key), "/", `\`)
+	}
+	return key
 }
 
 // ProjectLabels returns the label given to each working dir (basename

@@ -74,3 +74,19 @@ func TestPathAndNoneLabelsKeepNoTable(t *testing.T) {
 		}
 	}
 }
+
+func TestOneWindowsDirWrittenTwoWaysIsOneProject(t *testing.T) {
+	m := NewMapper(Config{Project: ProjectBasename}, newRec())
+	for _, d := range []string{`S:\01_Repos\BeFirst_Docs`, `s:\01_Repos\BeFirst_Docs`, `s:/01_repos/befirst_docs/`} {
+		if got := m.Project(d); got != "BeFirst_Docs" {
+			t.Errorf("Project(%q) = %q, want BeFirst_Docs", d, got)
+		}
+	}
+	if got := m.Project(`T:\01_Repos\BeFirst_Docs`); got == "BeFirst_Docs" {
+		t.Errorf("another drive's dir shares the label %q", got)
+	}
+	// POSIX paths are case-sensitive: two dirs.
+	if a, b := m.Project("/W/repo"), m.Project("/w/repo"); a == b {
+		t.Errorf("/W/repo and /w/repo share %q", a)
+	}
+}
