@@ -57,3 +57,30 @@ func TestProjectLabelsAreKeptInTheStateFile(t *testing.T) {
 		t.Errorf("after a restart /w/a/dl = %q, want %q", got, a)
 	}
 }
+
+// TestStateFileWithoutProjectLabelsStillLoads restores a state file
+// written before the labels were kept: the labels are given afresh.
+func TestStateFileWithoutProjectLabelsStillLoads(t *testing.T) {
+	now := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
+	cfg := NewConfig()
+	cfg.StateFile = filepath.Join(t.TempDir(), "state")
+	reg := prometheus.NewRegistry()
+	usage := prom.NewMetrics(reg, time.Minute, func() time.Time { return now })
+	mapper := metrics.NewMapper(metrics.Config{Project: metrics.ProjectBasename}, usage)
+	asm := session.New(session.Config{}, mapper)
+	rd := newReader(&cfg, slog.New(slog.DiscardHandler), prom.NewSelf(reg), asm, transcript.Options{MaxLineBytes: cfg.MaxLineBytes}, func() time.Time { return now })
+	snap := takeSnapshot(&cfg, usage, asm, rd, now)
+	if err := checkpoint.Write(cfg.StateFile, &checkpoint.File{WrittenAt: now}, &snap.counters, &snap.asm); err != nil {
+		t.Fatal(err)
+	}
+	saved, err := checkpoint.Load(cfg.StateFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := restoreState(saved, usage, asm, mapper, rd, now); err != nil {
+		t.Fatalf("a state file without project labels: %v", err)
+	}
+	if got := mapper.Project("/w/a/dl"); got != "dl" {
+		t.Errorf("first dir after restoring an older file: %q, want dl", got)
+	}
+}
