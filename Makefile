@@ -23,7 +23,7 @@ anonymize:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o claude-transcript-anonymize ./cmd/claude-transcript-anonymize
 
 # Starts the exporter on this machine's defaults: reads ~/.claude (or
-# $CLAUDE_CONFIG_DIR) and serves metrics on :9812.
+# $CLAUDE_CONFIG_DIR) and serves metrics on 127.0.0.1:9812 (loopback only).
 run: build
 	./$(BINARY) $(ARGS)
 

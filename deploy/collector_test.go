@@ -57,8 +57,8 @@ func TestCollectorConfigFansOut(t *testing.T) {
 const langfuseBridgePath = "deploy/langfuse/otel-collector.yaml"
 
 // TestLangfuseBridgeValidates runs `otelcol-custom validate` on the
-// README's Langfuse bridge (Langfuse takes OTLP over HTTP only), with its
-// environment unset (the defaults) and set as the README says.
+// Langfuse bridge of docs/traces.md (Langfuse takes OTLP over HTTP only), with its
+// environment unset (the defaults) and set as docs/traces.md says.
 func TestLangfuseBridgeValidates(t *testing.T) {
 	bin := testbackend.CollectorBinary(t)
 	for _, env := range [][]string{

@@ -57,6 +57,14 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "%s: --from=%s is not a directory\n", name, from)
 		return 2
 	}
+	if missing, err := anonymize.MissingSessions(from, sessions); err != nil {
+		fmt.Fprintf(stderr, "%s: --session: %v\n", name, err)
+		return 1
+	} else if len(missing) > 0 {
+		fmt.Fprintf(stderr, "%s: --session: no session %s in %s (no projects/<dir>/<id>.jsonl): give the id of a session transcript there\n",
+			name, strings.Join(missing, ", "), from)
+		return 2
+	}
 	k := []byte(key)
 	if key == "" {
 		k = make([]byte, 32)

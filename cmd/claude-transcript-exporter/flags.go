@@ -10,6 +10,8 @@ import (
 	"github.com/alecthomas/kingpin/v2"
 	"github.com/alecthomas/units"
 	"github.com/prometheus/common/model"
+	"github.com/prometheus/common/promslog"
+	promslogflag "github.com/prometheus/common/promslog/flag"
 )
 
 // namedValue is a kingpin.Value whose parse errors name the flag, so that
@@ -30,7 +32,7 @@ func (v *namedValue) Set(s string) error {
 func (v *namedValue) String() string { return v.str() }
 
 func durationFlag(app *kingpin.Application, name, help string, p *time.Duration) {
-	app.Flag(name, help).Default(model.Duration(*p).String()).SetValue(&namedValue{
+	app.Flag(name, help).Default(showDuration(*p)).SetValue(&namedValue{
 		name: name,
 		set: func(s string) error {
 			d, err := time.ParseDuration(s)
@@ -45,8 +47,17 @@ func durationFlag(app *kingpin.Application, name, help string, p *time.Duration)
 			*p = d
 			return nil
 		},
-		str: func() string { return model.Duration(*p).String() },
+		str: func() string { return showDuration(*p) },
 	})
+}
+
+// showDuration writes a whole number of days in days (7d, not
+// Prometheus's 1w), as docs/configuration.md and --help's texts do.
+func showDuration(d time.Duration) string {
+	if d > 0 && d%(24*time.Hour) == 0 {
+		return fmt.Sprintf("%dd", d/(24*time.Hour))
+	}
+	return model.Duration(d).String()
 }
 
 func intFlag(app *kingpin.Application, name, help string, p *int) {
@@ -121,4 +132,25 @@ func timeFlag(app *kingpin.Application, name, help string, p *time.Time) {
 			return p.Format(time.RFC3339)
 		},
 	})
+}
+
+// logFlags adds promslog's --log.level and --log.format, with errors that
+// name the flag and its values (promslog's own say "unrecognized log
+// level verbose").
+func logFlags(app *kingpin.Application, cfg *promslog.Config) {
+	cfg.Level, cfg.Format = promslog.NewLevel(), promslog.NewFormat()
+	app.Flag(promslogflag.LevelFlagName, promslogflag.LevelFlagHelp).Default("info").HintOptions(promslog.LevelFlagOptions...).
+		SetValue(&namedValue{name: promslogflag.LevelFlagName, str: cfg.Level.String, set: func(s string) error {
+			if cfg.Level.Set(s) != nil {
+				return fmt.Errorf("%q is not one of %s", s, strings.Join(promslog.LevelFlagOptions, ", "))
+			}
+			return nil
+		}})
+	app.Flag(promslogflag.FormatFlagName, promslogflag.FormatFlagHelp).Default("logfmt").HintOptions(promslog.FormatFlagOptions...).
+		SetValue(&namedValue{name: promslogflag.FormatFlagName, str: cfg.Format.String, set: func(s string) error {
+			if cfg.Format.Set(s) != nil {
+				return fmt.Errorf("%q is not one of %s", s, strings.Join(promslog.FormatFlagOptions, ", "))
+			}
+			return nil
+		}})
 }

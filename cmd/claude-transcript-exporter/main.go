@@ -9,14 +9,16 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"regexp"
 	"runtime/debug"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/alecthomas/kingpin/v2"
 	"github.com/prometheus/common/promslog"
-	"github.com/prometheus/common/promslog/flag"
 	"github.com/prometheus/common/version"
 	"github.com/prometheus/exporter-toolkit/web/kingpinflag"
 
@@ -38,12 +40,16 @@ func main() {
 }
 
 func run(args []string) int {
+	versionFromBuildInfo(debug.ReadBuildInfo())
 	cfg := daemon.NewConfig()
 	var claudeDirSet bool
 	home, _ := os.UserHomeDir()
 	defaults := daemon.DefaultClaudeDirs(os.Getenv, home)
 
-	app := kingpin.New(name, "Prometheus metrics and OpenTelemetry traces from Claude Code transcripts (read-only).")
+	app := kingpin.New(name, "Prometheus metrics and OpenTelemetry traces from Claude Code transcripts (read-only). "+
+		"Serves http://127.0.0.1:9812/metrics; every metric is described in docs/metrics.md. "+
+		"Health: claude_transcript_exporter_unknown_records_total{type} and unknown_fields_total count transcript record types and fields "+
+		"this version does not know (read and skipped, no count is lost); they stay near 0 until Claude Code adds new ones.")
 	app.Version(version.Print(name))
 	app.HelpFlag.Short('h')
 	app.Flag("claude.dir", "Claude config dir to read (repeatable). Default: $CLAUDE_CONFIG_DIR (comma-separated) or ~/.claude, plus ~/.config/claude when it exists.").
@@ -109,13 +115,17 @@ func run(args []string) int {
 	durationFlag(app, "limits.usage-api.interval", "Time between two polls of the usage endpoint (at least 1m; failures back off further).", &cfg.Limits.UsageAPIInterval)
 	app.Flag("limits.usage-api.url", "Base URL of the usage endpoint (https; http only to a loopback address).").Default(cfg.Limits.UsageAPIURL).StringVar(&cfg.Limits.UsageAPIURL)
 	logCfg := &promslog.Config{}
-	flag.AddFlags(app, logCfg)
+	logFlags(app, logCfg)
 
 	if _, err := app.Parse(args); err != nil {
 		fmt.Fprintf(os.Stderr, "%s: error: %s\n", name, err)
 		return 2
 	}
 	cfg.ClaudeDirsDefault = !claudeDirSet
+	cfg.ClaudeDirsOrigin = "the default ~/.claude"
+	if os.Getenv("CLAUDE_CONFIG_DIR") != "" {
+		cfg.ClaudeDirsOrigin = "from $CLAUDE_CONFIG_DIR"
+	}
 	cfg.WebListenAddresses = *webFlags.WebListenAddresses
 	cfg.WebConfigFile = *webFlags.WebConfigFile
 	cfg.WebSystemdSocket = *webFlags.WebSystemdSocket
@@ -133,6 +143,11 @@ func run(args []string) int {
 		return 2
 	}
 	logger.Info("starting", "version", version.Info(), "claude_dirs", strings.Join(cfg.ClaudeDirs, ","))
+	if cfg.Oneshot {
+		if ignored := oneshotIgnores(flagsSet(app, args)); len(ignored) > 0 {
+			logger.Warn("--oneshot keeps no state and serves nothing: these flags do nothing with it", "flags", strings.Join(ignored, ","))
+		}
+	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -145,4 +160,81 @@ func run(args []string) int {
 		return 1
 	}
 	return 0
+}
+
+// pseudoVersion matches a Go pseudo-version's time and revision
+// (v0.0.0-20261125193000-abcdef123456).
+var pseudoVersion = regexp.MustCompile(`-(?:0\.)?(\d{14})-([0-9a-f]{12})(?:\+incompatible)?$`)
+
+// versionFromBuildInfo fills the version, revision and build date that
+// make build sets with -ldflags from the module's build information when
+// they are empty (go build, go install ...@latest): the module version,
+// and the VCS revision and time Go records.
+func versionFromBuildInfo(bi *debug.BuildInfo, ok bool) {
+	if !ok || bi == nil {
+		return
+	}
+	if version.Version == "" && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+		version.Version = bi.Main.Version
+		// go install ...@<commit> gives a pseudo-version that holds the
+		// commit's time and revision, and no vcs.* settings.
+		if m := pseudoVersion.FindStringSubmatch(bi.Main.Version); m != nil {
+			if t, err := time.Parse("20060102150405", m[1]); err == nil && version.BuildDate == "" {
+				version.BuildDate = t.Format(time.RFC3339)
+			}
+			if version.Revision == "" {
+				version.Revision = m[2]
+			}
+		}
+	}
+	for _, s := range bi.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			if version.Revision == "" {
+				version.Revision = s.Value
+				if len(version.Revision) > 12 {
+					version.Revision = version.Revision[:12]
+				}
+			}
+		case "vcs.time":
+			if version.BuildDate == "" {
+				version.BuildDate = s.Value
+			}
+		case "vcs.modified":
+			if s.Value == "true" && version.Revision != "" && !strings.HasSuffix(version.Revision, "-dirty") {
+				version.Revision += "-dirty"
+			}
+		}
+	}
+}
+
+// flagsSet returns the names of the flags given on the command line.
+func flagsSet(app *kingpin.Application, args []string) []string {
+	ctx, err := app.ParseContext(args)
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for _, el := range ctx.Elements {
+		if f, ok := el.Clause.(*kingpin.FlagClause); ok {
+			out = append(out, f.Model().Name)
+		}
+	}
+	return out
+}
+
+// oneshotIgnores returns the flags among set that a one-shot run does not
+// use: it neither reads nor writes the state file (a one-shot counts
+// everything from the transcripts), keeps no spool, and serves no HTTP.
+func oneshotIgnores(set []string) []string {
+	var out []string
+	for _, n := range set {
+		if strings.HasPrefix(n, "state.") || strings.HasPrefix(n, "web.") || strings.HasPrefix(n, "otlp.spool-") ||
+			n == "sessions.active-window" || n == "claude.files-interval" {
+			if !slices.Contains(out, "--"+n) {
+				out = append(out, "--"+n)
+			}
+		}
+	}
+	return out
 }

@@ -216,3 +216,32 @@ func (a *Anonymizer) lines(r *bufio.Reader, w io.Writer) error {
 		}
 	}
 }
+
+// MissingSessions returns the session ids among sessions that have no
+// transcript under src: neither projects/<dir>/<id>.jsonl nor a
+// projects/<dir>/<id>/ folder (subagents of a session whose main file is
+// gone). A copy limited to them would be empty.
+func MissingSessions(src string, sessions []string) ([]string, error) {
+	dirs, err := os.ReadDir(filepath.Join(src, "projects"))
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, err
+	}
+	var missing []string
+	for _, s := range sessions {
+		found := false
+		for _, d := range dirs {
+			if !d.IsDir() || s == "" || strings.ContainsAny(s, `/\`) {
+				continue
+			}
+			for _, name := range []string{s + ".jsonl", s} {
+				if _, err := os.Stat(filepath.Join(src, "projects", d.Name(), name)); err == nil {
+					found = true
+				}
+			}
+		}
+		if !found {
+			missing = append(missing, s)
+		}
+	}
+	return missing, nil
+}

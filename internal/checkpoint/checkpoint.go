@@ -144,7 +144,7 @@ func Load(path string) (*File, error) {
 		return nil, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("read state file %s: %w (start with %s to discard it)", path, err, ResetFlag)
+		return nil, readError(path, err)
 	}
 	corrupt := func(why string) error {
 		return fmt.Errorf("read state file %s: corrupt: %s (start with %s to discard it)", path, why, ResetFlag)
@@ -235,4 +235,16 @@ func Remove(path string) error {
 		return fmt.Errorf("remove state file %s: %w", path, err)
 	}
 	return nil
+}
+
+// readError names what to do about a state file that cannot be read. A
+// permission problem is the user's to fix (owner, mode, another file):
+// discarding the state would throw the counters away, so it is not what the
+// message advises.
+func readError(path string, err error) error {
+	if errors.Is(err, fs.ErrPermission) {
+		return fmt.Errorf("read state file %s: %w: a permission problem, not a damaged file: run the exporter as the user that owns it, "+
+			"fix its owner or mode, or give another --state.file (%s would throw its counters away)", path, err, ResetFlag)
+	}
+	return fmt.Errorf("read state file %s: %w (start with %s to discard it)", path, err, ResetFlag)
 }

@@ -3,9 +3,12 @@ package checkpoint
 import (
 	"bytes"
 	"encoding/gob"
+	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -212,5 +215,25 @@ func TestPayloadValuesStreamAfterTheHeader(t *testing.T) {
 	}
 	if err := f.Next(&a2); err == nil {
 		t.Error("a third value read from two")
+	}
+}
+
+func TestUnreadableStateFileIsAPermissionProblemNotAReset(t *testing.T) {
+	denied := &fs.PathError{Op: "open", Path: "/s/state", Err: syscall.EACCES}
+	err := readError("/s/state", denied)
+	if !errors.Is(err, fs.ErrPermission) {
+		t.Errorf("%v does not wrap the permission error", err)
+	}
+	for _, w := range []string{"/s/state", "permission problem", "owner", "--state.file", "throw its counters away"} {
+		if !strings.Contains(err.Error(), w) {
+			t.Errorf("%q does not say %q", err, w)
+		}
+	}
+	if strings.Contains(err.Error(), "to discard it") {
+		t.Errorf("%q advises discarding the state for a permission problem", err)
+	}
+	other := readError("/s/state", errors.New("input/output error"))
+	if !strings.Contains(other.Error(), ResetFlag) {
+		t.Errorf("%q: a damaged file should still name %s", other, ResetFlag)
 	}
 }

@@ -12,7 +12,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"strings"
 	"testing"
 	"time"
 
@@ -178,7 +177,7 @@ func TestBlocksEqualCcusage(t *testing.T) {
 			// Recorded: a fixed shift, the clock a minute after the last
 			// entry; the recorded last block is then the active one.
 			shift := wholeHours(time.Date(2030, 1, 1, 12, 0, 0, 0, time.UTC).Sub(time.UnixMilli(r.LastEntryMs)))
-			dir := shiftTree(t, tree, shift)
+			dir := testbackend.ShiftTree(t, tree, shift)
 			now := time.UnixMilli(r.LastEntryMs).Add(shift + time.Minute)
 			want := r.Last
 			want.StartTime, want.EndTime = want.StartTime.Add(shift), want.EndTime.Add(shift)
@@ -193,7 +192,7 @@ func TestBlocksEqualCcusage(t *testing.T) {
 			// before now; ccusage and the exporter see the same tree at
 			// (nearly) the same instant.
 			shift = wholeHours(time.Now().Sub(time.UnixMilli(r.LastEntryMs)))
-			dir = shiftTree(t, tree, shift)
+			dir = testbackend.ShiftTree(t, tree, shift)
 			now = time.Now()
 			blocks := runCcusage(t, bin, dir)
 			got = exporterBlocks(t, dir, now)
@@ -406,48 +405,3 @@ func compareBlocks(t *testing.T, tree, how string, got expBlocks, blocks int, wa
 // priced by each tool its own way.
 var anthropicID = regexp.MustCompile(`^claude-(opus|sonnet|haiku)-\d+(-\d+)?(-\d{8})?$|^claude-\d+(-\d+)?-(opus|sonnet|haiku)(-\d{8})?$`)
 
-var tsRe = regexp.MustCompile(`"timestamp":"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?Z)"`)
-
-// shiftTree copies a Claude dir with every "timestamp" of its JSONL
-// files moved by shift (whole hours keep the hour boundaries blocks are
-// floored to).
-func shiftTree(t *testing.T, src string, shift time.Duration) string {
-	t.Helper()
-	dst := t.TempDir()
-	err := filepath.Walk(src, func(p string, fi os.FileInfo, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(src, p)
-		out := filepath.Join(dst, rel)
-		if fi.IsDir() {
-			return os.MkdirAll(out, 0o755)
-		}
-		if !fi.Mode().IsRegular() {
-			return nil
-		}
-		b, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		if strings.HasSuffix(p, ".jsonl") {
-			b = tsRe.ReplaceAllFunc(b, func(m []byte) []byte {
-				s := string(tsRe.FindSubmatch(m)[1])
-				ts, err := time.Parse(time.RFC3339Nano, s)
-				if err != nil {
-					return m
-				}
-				frac := ""
-				if i := strings.IndexByte(s, '.'); i >= 0 {
-					frac = "." + strings.Repeat("0", len(s)-i-2)
-				}
-				return []byte(`"timestamp":"` + ts.Add(shift).UTC().Format("2006-01-02T15:04:05"+frac+"Z07:00") + `"`)
-			})
-		}
-		return os.WriteFile(out, b, 0o644)
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return dst
-}

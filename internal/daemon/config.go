@@ -30,6 +30,9 @@ type Config struct {
 	// user: a default dir that does not exist yet is waited for (Claude
 	// Code creates it on first use) instead of being an error.
 	ClaudeDirsDefault bool
+	// ClaudeDirsOrigin says where default ClaudeDirs come from
+	// ("from $CLAUDE_CONFIG_DIR", "the default ~/.claude"), for messages.
+	ClaudeDirsOrigin string
 
 	WebListenAddresses []string // --web.listen-address
 	WebConfigFile      string   // --web.config.file
@@ -100,6 +103,10 @@ type Config struct {
 	Push PushConfig
 	// Limits configures the plan limits' opt-in sources.
 	Limits LimitsConfig
+
+	// projectOf names a working dir's project on spans as the metrics'
+	// mapper labels it (set by Run; nil: spanProject).
+	projectOf func(cwd string) string
 }
 
 // LimitsConfig configures the opt-in poll of the plan's usage endpoint.
@@ -159,6 +166,15 @@ const DefaultSpoolMaxBytes = 1 << 30
 // MinSpoolMaxBytes is the smallest cap: a few segments.
 const MinSpoolMaxBytes = 1 << 20
 
+// DefaultListenAddress is the default --web.listen-address: loopback
+// only, because /metrics shows spend and project names. The compose stack,
+// a container or a team Prometheus pass their own address.
+const DefaultListenAddress = "127.0.0.1:9812"
+
+// DefaultListenAddress6 is also served by default where the host has IPv6
+// loopback: localhost resolves to ::1 first on many systems.
+const DefaultListenAddress6 = "[::1]:9812"
+
 // DefaultTracesSince is the default --traces.since: a week of sessions,
 // which deploy/tempo/tempo.yaml is set to find and keep.
 const DefaultTracesSince = 7 * 24 * time.Hour
@@ -167,7 +183,7 @@ const DefaultTracesSince = 7 * 24 * time.Hour
 // fills it from the environment.
 func NewConfig() Config {
 	return Config{
-		WebListenAddresses:     []string{":9812"},
+		WebListenAddresses:     []string{DefaultListenAddress},
 		TelemetryPath:          "/metrics",
 		MaxLineBytes:           transcript.DefaultMaxLineBytes,
 		GroupBytes:             DefaultGroupBytes,
@@ -245,21 +261,9 @@ func (c *Config) Validate() error {
 		return errors.New("--claude.dir: no Claude config dir given")
 	}
 	for _, d := range c.ClaudeDirs {
-		st, err := os.Stat(d)
-		if c.ClaudeDirsDefault && errors.Is(err, fs.ErrNotExist) {
-			continue
+		if err := c.checkClaudeDir(d); err != nil {
+			return err
 		}
-		if err != nil {
-			return fmt.Errorf("--claude.dir: %w", err)
-		}
-		if !st.IsDir() {
-			return fmt.Errorf("--claude.dir: %s is not a directory", d)
-		}
-		f, err := os.Open(d)
-		if err != nil {
-			return fmt.Errorf("--claude.dir: %w", err)
-		}
-		f.Close()
 	}
 	if !c.Oneshot && len(c.WebListenAddresses) == 0 {
 		return errors.New("--web.listen-address: at least one address is needed")
@@ -441,6 +445,66 @@ func (l LimitsConfig) validate() error {
 		return fmt.Errorf("--limits.usage-api.url: %s: want https", l.UsageAPIURL)
 	}
 	return nil
+
+}
+
+// checkClaudeDir checks that d is a Claude config dir: a directory holding
+// projects/, where Claude Code writes its transcripts. A default dir (not
+// given by the user) that is missing or has no projects/ yet is waited
+// for by the daemon (Claude Code creates both on first use); a one-shot
+// reads only what is on disk now, so for it that is a mistake too.
+func (c *Config) checkClaudeDir(d string) error {
+	from := "--claude.dir"
+	if c.ClaudeDirsDefault {
+		from = c.ClaudeDirsOrigin
+		if from == "" {
+			from = "the default Claude config dir"
+		}
+	}
+	st, err := os.Stat(d)
+	if errors.Is(err, fs.ErrNotExist) {
+		if c.ClaudeDirsDefault && !c.Oneshot {
+			return nil
+		}
+		if c.ClaudeDirsDefault {
+			return fmt.Errorf("--claude.dir: %s (%s) does not exist, and --oneshot reads only what is on disk: "+
+				"name your Claude config dir (the one holding projects/) with --claude.dir or CLAUDE_CONFIG_DIR", d, from)
+		}
+		return fmt.Errorf("--claude.dir: %s does not exist: name your Claude config dir (the one holding projects/, e.g. ~/.claude)", d)
+	}
+	if err != nil {
+		return fmt.Errorf("--claude.dir: %w", err)
+	}
+	if !st.IsDir() {
+		return fmt.Errorf("--claude.dir: %s is not a directory", d)
+	}
+	f, err := os.Open(d)
+	if err != nil {
+		return fmt.Errorf("--claude.dir: %w", err)
+	}
+	f.Close()
+	for _, e := range claudeDirEntries() {
+		if _, err := os.Stat(filepath.Join(d, e)); err == nil {
+			return nil
+		} else if !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("--claude.dir: %w", err)
+		}
+	}
+	if c.ClaudeDirsDefault && !c.Oneshot {
+		return nil // Claude Code creates projects/ with its first session
+	}
+	hint := ""
+	if st, err := os.Stat(filepath.Join(d, ".claude", "projects")); err == nil && st.IsDir() {
+		hint = fmt.Sprintf(" (%s has one: did you mean it?)", filepath.Join(d, ".claude"))
+	}
+	return fmt.Errorf("--claude.dir: %s (%s) has no projects/ directory, where Claude Code writes its transcripts, nor any other file it reads (%s): "+
+		"name the Claude config dir itself, the one holding projects/ (e.g. ~/.claude)%s", d, from, strings.Join(claudeDirEntries()[1:], ", "), hint)
+}
+
+// claudeDirEntries are what a Claude config dir holds that the exporter
+// reads; a dir with none of them is not one.
+func claudeDirEntries() []string {
+	return []string{"projects", "history.jsonl", "tasks", "todos", "sessions", "jobs"}
 }
 
 // ParseHeaders parses k=v,k2=v2 (the OTEL_EXPORTER_OTLP_HEADERS format).

@@ -49,12 +49,12 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger, stdout io.Writer)
 	if !cfg.Oneshot && cfg.StateFile != "" {
 		// One exporter per state file (and so per spool beside it): two
 		// would overwrite each other's counters.
-		release, err := lockState(cfg.StateFile)
+		release, why, err := lockState(cfg.StateFile)
 		if err != nil {
 			return err
 		}
 		if release == nil {
-			logger.Warn("state file not locked (its directory is not writable; the state cannot be saved either)", "file", cfg.StateFile)
+			logger.Warn("state file not locked: a second exporter on it would not be refused", "file", cfg.StateFile, "reason", why)
 		} else {
 			defer release()
 		}
@@ -93,6 +93,10 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger, stdout io.Writer)
 	}
 	self.PricingInfo.WithLabelValues(prices.AsOf, pricesFrom, strconv.Itoa(prices.Version)).Set(1)
 	projectLabel, _ := metrics.ParseProjectLabel(cfg.ProjectLabel)
+	// Spans name projects as the metrics do; the mapper is made after the
+	// traces (its exemplars name their spans) and before any record.
+	var mapper *metrics.Mapper
+	cfg.projectOf = func(cwd string) string { return mapper.Project(cwd) }
 
 	// Traces.
 	traces, err := newTraces(ctx, &cfg, prices, logger.With("component", "traces"), self, stdout)
@@ -105,7 +109,7 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger, stdout io.Writer)
 		// tokens_total and cost_usd_total name the request spans sent.
 		mcfg.Exemplar = traces.exemplar
 	}
-	mapper := metrics.NewMapper(mcfg, usage)
+	mapper = metrics.NewMapper(mcfg, usage)
 	claudeFiles := newFilesStage(&cfg, reg, mapper)
 	// The plan's usage endpoint, opt-in. Its window size estimate reads
 	// the active five-hour block from the usage metrics (BlockSource, and
@@ -217,7 +221,7 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger, stdout io.Writer)
 
 	// Durable state: counters, dedup state and file watermarks from the
 	// last run, so that nothing is counted twice and nothing is lost.
-	st := &stateKeeper{cfg: &cfg, log: logger.With("component", "state"), self: self}
+	st := &stateKeeper{cfg: &cfg, mapper: mapper, log: logger.With("component", "state"), self: self}
 	st.since(now())
 	if cfg.StateFile != "" {
 		if cfg.StateReset {
@@ -227,11 +231,13 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger, stdout io.Writer)
 			logger.Info("state reset", "file", cfg.StateFile)
 		}
 		saved, err := checkpoint.Load(cfg.StateFile)
-		if err != nil {
+		if errors.Is(err, fs.ErrPermission) {
+			return &StartError{err} // the user's to fix: exit 2
+		} else if err != nil {
 			return err
 		}
 		if saved != nil {
-			if err := restoreState(saved, usage, asm, rd, now()); err != nil {
+			if err := restoreState(saved, usage, asm, mapper, rd, now()); err != nil {
 				return fmt.Errorf("restore state file %s: %w (start with %s to discard it)", cfg.StateFile, err, checkpoint.ResetFlag)
 			}
 			st.since(saved.WrittenAt)

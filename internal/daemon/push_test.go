@@ -68,7 +68,7 @@ func TestPushFlagsAreValidatedAtStart(t *testing.T) {
 	}
 	for _, tc := range cases {
 		cfg := NewConfig()
-		cfg.ClaudeDirs = []string{t.TempDir()}
+		cfg.ClaudeDirs = []string{claudeDir(t)}
 		cfg.StateFile = ""
 		tc.set(&cfg)
 		if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), tc.want) {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"runtime/debug"
@@ -16,6 +17,7 @@ import (
 	"github.com/claude-transcript-exporter/claude-transcript-exporter/exporter/prom"
 	"github.com/claude-transcript-exporter/claude-transcript-exporter/internal/checkpoint"
 	"github.com/claude-transcript-exporter/claude-transcript-exporter/internal/safefile"
+	"github.com/claude-transcript-exporter/claude-transcript-exporter/mapping/metrics"
 	"github.com/claude-transcript-exporter/claude-transcript-exporter/mapping/session"
 )
 
@@ -29,6 +31,9 @@ type snapshot struct {
 	asm      session.State
 	blocks   prom.BlocksState
 	files    []checkpoint.Entry
+	// projects is the label given to each working dir (basename labels):
+	// a label once given never changes, across restarts too.
+	projects map[string]string
 }
 
 // takeSnapshot copies the counters, the assembler state and the file
@@ -54,13 +59,16 @@ func (s *snapshot) large() bool { return len(s.files) > 2000 }
 // header.
 func (s *snapshot) write() error {
 	f := &checkpoint.File{WrittenAt: s.at.UTC(), Roots: s.cfg.ClaudeDirs, Files: s.files}
-	return checkpoint.Write(s.cfg.StateFile, f, &s.counters, &s.asm, &s.blocks)
+	if s.projects == nil {
+		s.projects = map[string]string{}
+	}
+	return checkpoint.Write(s.cfg.StateFile, f, &s.counters, &s.asm, &s.blocks, &s.projects)
 }
 
 // restoreState loads a saved state into the counters, the assembler and
 // the reader's file table. Files are checked against their fingerprints
 // before they are read again.
-func restoreState(f *checkpoint.File, usage *prom.Metrics, asm *session.Assembler, rd *reader, now time.Time) error {
+func restoreState(f *checkpoint.File, usage *prom.Metrics, asm *session.Assembler, mapper *metrics.Mapper, rd *reader, now time.Time) error {
 	var (
 		ms prom.State
 		as session.State
@@ -71,6 +79,9 @@ func restoreState(f *checkpoint.File, usage *prom.Metrics, asm *session.Assemble
 	if len(f.Metrics) > 0 || len(f.Assembler) > 0 {
 		payloads := [][]byte{f.Metrics, f.Assembler}
 		decodeNext = func(v any) error {
+			if len(payloads) == 0 {
+				return io.EOF
+			}
 			p := payloads[0]
 			payloads = payloads[1:]
 			return gob.NewDecoder(bytes.NewReader(p)).Decode(v)
@@ -88,19 +99,25 @@ func restoreState(f *checkpoint.File, usage *prom.Metrics, asm *session.Assemble
 	if err := asm.Restore(as, now); err != nil {
 		return err
 	}
-	// The blocks follow since they were kept; a file written before has
-	// none (the blocks then start from what is read after it).
-	if len(f.Metrics) == 0 && len(f.Assembler) == 0 {
-		var bs prom.BlocksState
-		switch err := f.Next(&bs); {
-		case errors.Is(err, io.EOF):
-		case err != nil:
-			return fmt.Errorf("restore blocks: %w", err)
-		default:
-			if err := usage.RestoreBlocks(bs); err != nil {
-				return err
-			}
+	// The blocks and then the project labels follow in files written
+	// since they are kept; an older file ends before them (the blocks then
+	// start from what is read after it, the labels are given afresh).
+	var bs prom.BlocksState
+	switch err := decodeNext(&bs); {
+	case errors.Is(err, io.EOF):
+	case err != nil:
+		return fmt.Errorf("restore blocks: %w", err)
+	default:
+		if err := usage.RestoreBlocks(bs); err != nil {
+			return err
 		}
+	}
+	var projects map[string]string
+	if err := decodeNext(&projects); err != nil && !errors.Is(err, io.EOF) {
+		return fmt.Errorf("restore project labels: %w", err)
+	}
+	if mapper != nil {
+		mapper.RestoreProjectLabels(projects)
 	}
 	for _, e := range f.Files {
 		rd.restored[e.Path] = e
@@ -118,9 +135,10 @@ func restoreState(f *checkpoint.File, usage *prom.Metrics, asm *session.Assemble
 // written ages, and its failures are counted, so the stale-state alert
 // fires.
 type stateKeeper struct {
-	cfg  *Config
-	log  interface{ Warn(string, ...any) }
-	self *prom.Self
+	cfg    *Config
+	mapper *metrics.Mapper // its project labels are saved
+	log    interface{ Warn(string, ...any) }
+	self   *prom.Self
 	// good is when the file on disk was last known current (Unix ns): the
 	// last successful write, the restored file's time, else the start.
 	good atomic.Int64
@@ -174,6 +192,9 @@ func (k *stateKeeper) save(usage *prom.Metrics, asm *session.Assembler, rd *read
 		}
 	}
 	snap := takeSnapshot(k.cfg, usage, asm, rd, now)
+	if k.mapper != nil {
+		snap.projects = k.mapper.ProjectLabels()
+	}
 	k.failed.Store(false)
 	done := func() {
 		if err := snap.write(); err != nil {
@@ -215,19 +236,29 @@ func (k *stateKeeper) age(now time.Time) {
 
 // lockState takes the lock beside the state file (<file>.lock). Another
 // exporter holding it is a start error naming --state.file; a directory
-// where the lock cannot be made gives no lock (nil release) and no error:
-// the daemon runs, and state_file_age_seconds shows the state is not
+// where the lock cannot be made, or a lock file this user may not open,
+// gives no lock (nil release), the reason (for the warning) and no error:
+// the daemon runs, and state_file_age_seconds shows whether the state is
 // saved.
-func lockState(path string) (release func(), err error) {
+func lockState(path string) (release func(), why string, err error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		return nil, nil
+		return nil, fmt.Sprintf("its directory cannot be made (%v): the state cannot be saved either", err), nil
 	}
 	release, err = safefile.Lock(path + ".lock")
 	if errors.Is(err, safefile.ErrLocked) {
-		return nil, &StartError{fmt.Errorf("--state.file: %w; give each exporter its own --state.file", err)}
+		return nil, "", &StartError{fmt.Errorf("--state.file: %w; give each exporter its own --state.file", err)}
 	}
 	if err != nil {
-		return nil, nil
+		return nil, lockProblem(path+".lock", err), nil
 	}
-	return release, nil
+	return release, "", nil
+}
+
+// lockProblem says why the state's lock file could not be taken.
+func lockProblem(lock string, err error) string {
+	if errors.Is(err, fs.ErrPermission) {
+		return fmt.Sprintf("this user may not open %s (it belongs to another user, or its directory is not writable): "+
+			"run the exporter as the state file's owner, or give it a --state.file of its own", lock)
+	}
+	return err.Error()
 }

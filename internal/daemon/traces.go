@@ -113,6 +113,13 @@ func buildTraces(ctx context.Context, cfg *Config, prices *metrics.Prices, logge
 	endpoint := "stdout"
 	switch kind {
 	case "otlp":
+		if receiverName(tc.Endpoint, getenv) == defaultEndpoint && strings.TrimSpace(tc.Endpoint) == "" {
+			// The SDK would dial TLS to its default and fail one timeout
+			// later with a message naming neither it nor the flags.
+			return nil, &StartError{fmt.Errorf("--traces.exporter=otlp: no OTLP endpoint given: set --otlp.endpoint=host:port "+
+				"(or OTEL_EXPORTER_OTLP_ENDPOINT); the default would be %s over TLS, and a local collector without TLS also needs --otlp.insecure "+
+				"(e.g. --otlp.endpoint=127.0.0.1:4317 --otlp.insecure)", defaultEndpoint)}
+		}
 		headers, err := otlpHeaders(tc.Headers, getenv)
 		if err != nil {
 			return nil, err
@@ -190,7 +197,11 @@ func buildTraces(ctx context.Context, cfg *Config, prices *metrics.Prices, logge
 			lastClamped = c
 		}
 	}
-	b = spans.NewBuilder(builderConfig(tc, cfg.ProjectLabel, prices), emit)
+	bc := builderConfig(tc, cfg.ProjectLabel, prices)
+	if cfg.projectOf != nil {
+		bc.Project = cfg.projectOf // the metrics' labels, collision-free
+	}
+	b = spans.NewBuilder(bc, emit)
 	spool := "none"
 	if qcfg.Spool != nil {
 		spool = qcfg.Spool.Dir()

@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"context"
+	"errors"
 	"io"
 	"log/slog"
 	"strings"
@@ -151,6 +152,44 @@ func TestTraceWindowKeepsSessionsActiveSinceTheCutoff(t *testing.T) {
 			for id, want := range tt.keep {
 				if got := w.keep(span(id)); got != want {
 					t.Errorf("keep(%q) = %v, want %v", id, got, want)
+				}
+			}
+		})
+	}
+}
+
+func TestOTLPWithoutEndpointFailsAtStartNamingTheFlags(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		endpoint string
+		env      map[string]string
+		fails    bool
+	}{
+		{"no endpoint", "", nil, true},
+		{"--otlp.endpoint", "127.0.0.1:4317", nil, false},
+		{"OTEL_EXPORTER_OTLP_ENDPOINT", "", map[string]string{envEndpoint: "http://127.0.0.1:4317"}, false},
+		{"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "", map[string]string{envTracesEndpoint: "http://127.0.0.1:4317"}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := NewConfig()
+			cfg.Traces.Exporter, cfg.Traces.Endpoint, cfg.Traces.Insecure = "otlp", tc.endpoint, true
+			st, err := buildTraces(context.Background(), &cfg, nil, slog.New(slog.DiscardHandler), prom.NewSelf(prometheus.NewRegistry()), io.Discard, envOf(tc.env))
+			if st != nil {
+				defer st.close(context.Background(), time.Second)
+			}
+			if !tc.fails {
+				if err != nil {
+					t.Fatalf("refused: %v", err)
+				}
+				return
+			}
+			var start *StartError
+			if !errors.As(err, &start) {
+				t.Fatalf("error %v, want a StartError (exit 2)", err)
+			}
+			for _, w := range []string{"--otlp.endpoint", "--otlp.insecure", defaultEndpoint, "OTEL_EXPORTER_OTLP_ENDPOINT"} {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q does not name %s", err, w)
 				}
 			}
 		})

@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/pprof"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -16,7 +17,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	dto "github.com/prometheus/client_model/go"
-	"github.com/prometheus/common/version"
 	"github.com/prometheus/exporter-toolkit/web"
 
 	"github.com/claude-transcript-exporter/claude-transcript-exporter/exporter/prom"
@@ -34,6 +34,22 @@ func (e *StartError) Unwrap() error { return e.Err }
 // after minutes of reading. With --web.systemd-socket the sockets come from
 // systemd (LISTEN_FDS); vsock:// addresses are left to the toolkit.
 func listen(cfg *Config) ([]net.Listener, error) {
+	return listenOn(cfg, extraLoopback(cfg.WebListenAddresses))
+}
+
+// extraLoopback is the IPv6 loopback address the default also serves,
+// where the host has it, so that http://localhost:9812 answers whichever
+// address localhost resolves to first; "" for addresses the user chose.
+func extraLoopback(addrs []string) string {
+	if slices.Equal(addrs, []string{DefaultListenAddress}) {
+		return DefaultListenAddress6
+	}
+	return ""
+}
+
+// listenOn binds the configured listeners, and v6 too where it can be
+// bound (a host without IPv6 loopback is no error).
+func listenOn(cfg *Config, v6 string) ([]net.Listener, error) {
 	if cfg.WebSystemdSocket {
 		ls, err := activation.Listeners()
 		if err != nil {
@@ -64,6 +80,11 @@ func listen(cfg *Config) ([]net.Listener, error) {
 		}
 		out = append(out, l)
 	}
+	if v6 != "" {
+		if l, err := net.Listen("tcp", v6); err == nil {
+			out = append(out, l)
+		}
+	}
 	return out, nil
 }
 
@@ -91,9 +112,7 @@ func serve(cfg *Config, logger *slog.Logger, reg *prometheus.Registry, ready *at
 		w.WriteHeader(http.StatusOK)
 		_, _ = io.WriteString(w, "Ready.\n")
 	})
-	profiling := "false"
 	if cfg.WebEnablePprof {
-		profiling = "true"
 		mux.HandleFunc("/debug/pprof/", pprof.Index)
 		mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
 		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
@@ -101,21 +120,7 @@ func serve(cfg *Config, logger *slog.Logger, reg *prometheus.Registry, ready *at
 		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
 	}
 	if cfg.TelemetryPath != "/" {
-		landing, err := web.NewLandingPage(web.LandingConfig{
-			Name:        "Claude Transcript Exporter",
-			Description: "Prometheus metrics and OpenTelemetry traces from Claude Code transcripts",
-			Version:     version.Info(),
-			Links: []web.LandingLinks{
-				{Address: cfg.TelemetryPath, Text: "Metrics"},
-				{Address: "/-/healthy", Text: "Health"},
-				{Address: "/-/ready", Text: "Readiness"},
-			},
-			// Its pprof links only when the handlers are there.
-			Profiling: profiling,
-		})
-		if err == nil {
-			mux.Handle("/", landing)
-		}
+		mux.Handle("/", landing{cfg: cfg, reg: reg, ready: ready, now: time.Now})
 	}
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	errCh := make(chan error, 1)

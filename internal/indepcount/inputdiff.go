@@ -2,7 +2,7 @@ package indepcount
 
 import "strings"
 
-// The documented bounds of an input diff (README, lines_of_code_total):
+// The documented bounds of an input diff (docs/metrics.md, lines_of_code_total):
 // a pair of texts of more than 65,536 lines together counts all their
 // lines; after the common first and last lines are dropped, the rests are
 // diffed while one call compares at most 1,048,576 line pairs in all (a

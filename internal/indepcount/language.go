@@ -3,7 +3,7 @@ package indepcount
 import "sort"
 
 // byLanguage lists, per language label, the file extensions the exporter's
-// README names for it (written here from the README's rule, not from
+// docs name for it (written here from the documented rule, not from
 // mapping/): the lines-of-code and edit-decision counts are keyed by it.
 var byLanguage = map[string][]string{
 	"go":               {"go"},

@@ -186,7 +186,7 @@ func (p *plainer) list(i int, end byte) int {
 				i++
 			}
 		case c == 0: // the command's own NUL is an ordinary byte, not the marker
-			out.WriteByte('_')
+			out.WriteByte(1) // nor a name's byte: "\x00=x" is a word, no assignment
 			i++
 		default:
 			out.WriteByte(c)

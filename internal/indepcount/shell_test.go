@@ -27,6 +27,8 @@ func shellCases() []shellCase {
 		{"git -C before commit", `cd /repo && git -C sub commit -am wip`, true, false},
 		{"a lone dash before the subcommand is an option", `git - commit -m x`, true, false},
 		{"commit as the argument of -C is no subcommand", "0& git -C commit", false, false},
+		{"a NUL is no name's byte", "\x00= git commit", false, false},
+		{"a NUL in a path to git", "a\x00/git commit", true, false},
 		{"commit as the argument of --git-dir is no subcommand", `git --git-dir commit`, false, false},
 		{"an option that only starts like -C stands alone", `git -Cx commit -m x`, true, false},
 		{"--dry-run before commit is git's option, not commit's", `git --dry-run commit -m x`, true, false},

@@ -1,7 +1,10 @@
 package metrics
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
+	"sort"
 	"strings"
 	"time"
 
@@ -157,6 +160,11 @@ type Mapper struct {
 	timed  Timed     // obs, when it keeps times
 	ex     Exemplary // obs, when it takes exemplars and Config.Exemplar is set
 	limits map[string]*limiter
+	// projects is the basename label given to each working dir, owners
+	// the working dir each label was given to: two dirs never share a
+	// label, and a label once given never changes (it is saved in the
+	// state file: ProjectLabels, RestoreProjectLabels).
+	projects, owners map[string]string
 }
 
 // NewMapper returns a mapper sending observations to obs.
@@ -178,7 +186,8 @@ func NewMapper(cfg Config, obs Observer) *Mapper {
 	if cfg.Exemplar != nil {
 		ex, _ = obs.(Exemplary)
 	}
-	return &Mapper{cfg: cfg, obs: obs, timed: timed, ex: ex, limits: map[string]*limiter{}}
+	return &Mapper{cfg: cfg, obs: obs, timed: timed, ex: ex, limits: map[string]*limiter{},
+		projects: map[string]string{}, owners: map[string]string{}}
 }
 
 // at tells a timed observer when the next observations happened.
@@ -224,7 +233,11 @@ func (m *Mapper) bound(label, v string) string {
 	return v
 }
 
-// Project returns the project label value for a working directory.
+// Project returns the project label value for a working directory. With
+// basename labels, the first working dir of a basename gets the basename
+// (dl); another dir of the same basename gets the basename, "~" and the
+// first hex digits of its path's SHA-256 (dl~3f2a), as many as make it
+// unique; the path itself never leaves the machine.
 func (m *Mapper) Project(cwd string) string {
 	switch m.cfg.Project {
 	case ProjectNone:
@@ -232,7 +245,77 @@ func (m *Mapper) Project(cwd string) string {
 	case ProjectPath:
 		return m.bound("project", cwd)
 	}
-	return m.bound("project", Basename(cwd))
+	key := projectKey(cwd)
+	if l, ok := m.projects[key]; ok {
+		return l
+	}
+	base := Basename(cwd)
+	label := base
+	if owner, taken := m.owners[label]; taken && owner != key {
+		sum := sha256.Sum256([]byte(key))
+		hexSum := hex.EncodeToString(sum[:])
+		for n := 4; n <= len(hexSum); n += 2 {
+			label = base + "~" + hexSum[:n]
+			if owner, taken := m.owners[label]; !taken || owner == key {
+				break
+			}
+		}
+	}
+	label = m.bound("project", label)
+	if label != OtherValue {
+		m.projects[key], m.owners[label] = label, key
+	}
+	return label
+}
+
+// projectKey is the identity of a working dir: its path without trailing
+// separators; a Windows path (X:\...) is case-insensitive and written with
+// either separator (Claude Code writes both S:\repo and s:\repo for one
+// dir), so it is folded to lower case and backslashes.
+func projectKey(cwd string) string {
+	key := cwd
+	if t := strings.TrimRight(cwd, `/\`); t != "" {
+		key = t
+	}
+	if len(key) >= 2 && key[1] == ':' && (key[0]|0x20 >= 'a' && key[0]|0x20 <= 'z') {
+		key = strings.ReplaceAll(strings.ToLower(key), "/", `\`)
+	}
+	return key
+}
+
+// ProjectLabels returns the label given to each working dir (basename
+// labels), for the state file.
+func (m *Mapper) ProjectLabels() map[string]string {
+	out := make(map[string]string, len(m.projects))
+	for k, v := range m.projects {
+		out[k] = v
+	}
+	return out
+}
+
+// RestoreProjectLabels gives working dirs the labels a previous run gave
+// them (ProjectLabels from the state file), so that a label never changes
+// across restarts. A label already given to another dir in this run
+// keeps its owner.
+func (m *Mapper) RestoreProjectLabels(saved map[string]string) {
+	keys := make([]string, 0, len(saved))
+	for k := range saved {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		l := saved[k]
+		if _, ok := m.projects[k]; ok {
+			continue
+		}
+		if _, taken := m.owners[l]; taken {
+			continue
+		}
+		if m.bound("project", l) != l {
+			continue
+		}
+		m.projects[k], m.owners[l] = l, k
+	}
 }
 
 // Basename is the last element of a path written on any OS (Claude Code

@@ -9,7 +9,7 @@ import (
 )
 
 // What GenAI tools (Arize Phoenix, Langfuse) read from the spans: see the
-// README's "GenAI tools" section and issue 23.
+// "GenAI tools" section of docs/traces.md and issue 23.
 
 // Every output message names a finish reason: Phoenix validates
 // gen_ai.output.messages against the conventions' schema, which requires

@@ -117,6 +117,9 @@ func (d *Decoder) Decode(line []byte, r *Record) error {
 		r.reset()
 		return &DecodeError{Reason: ReasonInvalidJSON}
 	}
+	if r.Kind == KindNotCounted {
+		r.UnknownFields = 0 // a type read for nothing has no fields to miss
+	}
 	return nil
 }
 
@@ -345,7 +348,8 @@ func knownSkippedKey(key []byte) bool {
 		"hookCount", "hookInfos", "hookErrors", "preventedContinuation", "stopReason",
 		"hasOutput", "hookAdditionalContext", "cause", "display", "pastedContents",
 		"project", "normalizedMessages", "prompt", "isCompactBoundary", "compactSummary",
-		"requestedModel", "costUSD", "durationMsAPI", "parentMessageUuid":
+		"requestedModel", "costUSD", "durationMsAPI", "parentMessageUuid",
+		"advisorModel", "perTurnEffort", "sessionKind":
 		return true
 	}
 	return false

@@ -432,7 +432,9 @@ func TestDecodeEveryKnownType(t *testing.T) {
 		"summary": KindSummary, "file-history-snapshot": KindFileHistorySnapshot, "queue-operation": KindQueueOperation,
 		"custom-title": KindCustomTitle, "attachment": KindAttachment, "permission-mode": KindPermissionMode,
 		"last-prompt": KindLastPrompt, "ai-title": KindAITitle, "agent-name": KindAgentName, "mode": KindMode,
-		"started": KindStarted, "result": KindResult, "User": KindOther, "": KindOther,
+		"started": KindStarted, "result": KindResult, "pr-link": KindPRLink, "User": KindOther, "": KindOther,
+		"atis-latch": KindNotCounted, "bridge-session": KindNotCounted, "file-history-delta": KindNotCounted,
+		"fork-context-ref": KindNotCounted, "frame-link": KindNotCounted, "agent-setting": KindNotCounted,
 	}
 	dec := NewDecoder(Options{})
 	var r Record
@@ -966,4 +968,27 @@ func TestDecodeServerToolResultsInTheStream(t *testing.T) {
 	r := decodeOK(t, Options{}, `{"type":"assistant","message":{"content":[{"type":"server_tool_use","id":"srvtoolu_1","name":"web_search","input":{}},{"type":"tool_use","id":"toolu_1","name":"Read","input":{}}]}}`)
 	eq(t, "server_tool_use Server", r.Message.ToolUses[0].Server, true)
 	eq(t, "tool_use Server", r.Message.ToolUses[1].Server, false)
+}
+
+func TestRecordTypesClaudeCodeWritesTodayAreNotUnknown(t *testing.T) {
+	dec := NewDecoder(Options{})
+	var r Record
+	for _, tc := range []struct {
+		line          string
+		kind          Kind
+		unknownFields int
+	}{
+		{`{"type":"bridge-session","sessionId":"s","bridgeUrl":"x","connectedAt":"t"}`, KindNotCounted, 0},
+		{`{"sessionId":"s","atisState":{"a":1},"type":"atis-latch"}`, KindNotCounted, 0},
+		{`{"type":"brand-new-record","sessionId":"s","payload":1}`, KindOther, 1},
+		{`{"type":"assistant","advisorModel":"claude-opus-4-8","perTurnEffort":"high","sessionKind":"bg"}`, KindAssistant, 0},
+		{`{"type":"assistant","somethingNew":1}`, KindAssistant, 1},
+	} {
+		if err := dec.Decode([]byte(tc.line), &r); err != nil {
+			t.Fatalf("%s: %v", tc.line, err)
+		}
+		if r.Kind != tc.kind || r.UnknownFields != tc.unknownFields {
+			t.Errorf("%s: kind %v, %d unknown fields; want %v, %d", tc.line, r.Kind, r.UnknownFields, tc.kind, tc.unknownFields)
+		}
+	}
 }

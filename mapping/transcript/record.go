@@ -26,6 +26,11 @@ const (
 	KindStarted
 	KindResult
 	KindPRLink
+	// KindNotCounted is a record type Claude Code writes that holds
+	// nothing the exporter counts (bridge-session, atis-latch, ...): known,
+	// so a healthy run's unknown_records_total stays for new types, and its
+	// fields are not unknown fields either.
+	KindNotCounted
 )
 
 // kindOf maps a raw "type" value to its Kind.
@@ -65,6 +70,10 @@ func kindOf(t []byte) Kind {
 		return KindResult
 	case "pr-link":
 		return KindPRLink
+	case "atis-latch", "bridge-session", "file-history-delta", "fork-context-ref", "frame-link", "agent-setting":
+		// Claude Code 2.1.1xx-2.1.26x (field notes 2026-11 §1): session
+		// plumbing, no usage, prompts or tools.
+		return KindNotCounted
 	}
 	return KindOther
 }

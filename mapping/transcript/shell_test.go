@@ -16,6 +16,8 @@ func TestShellFactsOf(t *testing.T) {
 		{"git -C before commit", `cd /repo && git -C sub commit -am wip`, ShellCommit},
 		{"a lone dash before the subcommand is an option", `git - commit -m x`, ShellCommit},
 		{"commit as the argument of -C is no subcommand", "0& git -C commit", 0},
+		{"a NUL is no name's byte", "\x00= git commit", 0},
+		{"a NUL in a path to git", "a\x00/git commit", ShellCommit},
 		{"commit as the argument of --git-dir is no subcommand", `git --git-dir commit`, 0},
 		{"an option that only starts like -C stands alone", `git -Cx commit -m x`, ShellCommit},
 		{"--dry-run before commit is git's option, not commit's", `git --dry-run commit -m x`, ShellCommit},
