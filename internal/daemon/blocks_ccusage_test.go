@@ -404,4 +404,3 @@ func compareBlocks(t *testing.T, tree, how string, got expBlocks, blocks int, wa
 // claude-sonnet-4-5-20250929): gateways' names (claude-opus-4.6-1m) are
 // priced by each tool its own way.
 var anthropicID = regexp.MustCompile(`^claude-(opus|sonnet|haiku)-\d+(-\d+)?(-\d{8})?$|^claude-\d+(-\d+)?-(opus|sonnet|haiku)(-\d{8})?$`)
-
