@@ -21,14 +21,14 @@ import (
 // group of commitRe is what follows commit in its simple command, where
 // dryRunRe looks for a --dry-run word.
 var (
-	blank     = `[ \t\r]` // what separates words (a newline separates commands)
-	word      = `[^ \t\r\n]`
+	blank     = `[ \t\r]`           // what separates words (a newline separates commands)
+	word      = `[^ \t\r\n;&|(){}]` // a word's byte: the rest end a word, and its command
 	prefix    = `(?:^|[;&|\n(){}])` + blank + `*(?:(?:[A-Za-z_][A-Za-z0-9_]*\+?=` + word + `*|sudo|env|command|exec|time|nohup|if|then|else|elif|while|until|do|!|\$)` + blank + `+)*(?:[^ \t\r\n\x00=;&|(){}<>]*/)?`
 	argOption = `-[Cc]|--git-dir|--work-tree|--namespace`
 	aloneOpt  = `-` + otherThan("C", "c", "-git-dir", "-work-tree", "-namespace")
-	commitRe  = regexp.MustCompile(prefix + `git(?:` + blank + `+(?:` + argOption + `)` + blank + `+` + word + `+|` + blank + `+` + aloneOpt + `)*` + blank + `+commit((?:` + blank + `[^;&|\n]*)?)(?:$|[;&|\n(){}])`)
+	commitRe  = regexp.MustCompile(prefix + `git(?:` + blank + `+(?:` + argOption + `)` + blank + `+` + word + `+|` + blank + `+` + aloneOpt + `)*` + blank + `+commit((?:` + blank + `[^;&|\n(){}]*)?)(?:$|[;&|\n(){}])`)
 	prRe      = regexp.MustCompile(prefix + `gh` + blank + `+pr` + blank + `+create(?:` + blank + `|$|[;&|\n(){}])`)
-	dryRunRe  = regexp.MustCompile(`(?:^|` + blank + `)--dry-run(?:$|` + blank + `|[;&|\n(){}])`)
+	dryRunRe  = regexp.MustCompile(`(?:^|` + blank + `)--dry-run(?:$|` + blank + `)`)
 )
 
 // otherThan is a pattern for a run of word characters that is none of
@@ -54,7 +54,7 @@ func otherThan(words ...string) string {
 	if !ends {
 		alts = append(alts, ``)
 	}
-	class := `[^ \t\r\n`
+	class := `[^ \t\r\n;&|(){}`
 	for _, c := range order {
 		class += regexp.QuoteMeta(string(c))
 		alts = append(alts, regexp.QuoteMeta(string(c))+otherThan(next[c]...))
