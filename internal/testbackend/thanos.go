@@ -322,3 +322,42 @@ func waitHTTPReady(proc *process, url string, timeout time.Duration) error {
 		time.Sleep(pollInterval)
 	}
 }
+
+// ThanosProcess is one thanos process started by StartThanos.
+type ThanosProcess struct {
+	proc    *process
+	logPath string
+}
+
+// StartThanos starts the Thanos binary (ThanosBinary) with args (a
+// subcommand and its flags, e.g. taken from a compose file), waits until
+// readyURL answers 200, and stops it when the test ends. A process that
+// exits or is not ready in time fails the test with its log.
+func StartThanos(t testing.TB, name string, args []string, readyURL string) *ThanosProcess {
+	t.Helper()
+	bin := ThanosBinary(t)
+	p := &ThanosProcess{logPath: filepath.Join(t.TempDir(), name+".log")}
+	var err error
+	p.proc, err = startProcess("thanos "+name, bin, args, p.logPath)
+	if err != nil {
+		t.Fatalf("start thanos %s: %v", name, err)
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("thanos %s\n%s", name, logTail(p.logPath, logTailLines))
+		}
+		if err := p.proc.stop(); err != nil {
+			t.Errorf("thanos %s: %v", name, err)
+		}
+	})
+	if err := waitHTTPReady(p.proc, readyURL, thanosStartTimeout); err != nil {
+		t.Fatalf("thanos %s %v: %v\n%s", name, args, err, logTail(p.logPath, logTailLines))
+	}
+	return p
+}
+
+// Log returns the process' output so far.
+func (p *ThanosProcess) Log() string {
+	b, _ := os.ReadFile(p.logPath)
+	return string(b)
+}
