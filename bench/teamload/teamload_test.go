@@ -154,6 +154,10 @@ func TestTeamLoad(t *testing.T) {
 		}
 	}()
 
+	cpuBefore := map[string]float64{}
+	for name, pid := range pids {
+		cpuBefore[name], _ = cpuSeconds(pid)
+	}
 	appendedBefore := receiverSum(t, ring, "prometheus_tsdb_head_samples_appended_total")
 	st := &stats{}
 	ctx := context.Background()
@@ -215,9 +219,11 @@ func TestTeamLoad(t *testing.T) {
 	otlpRequests := receiverSumWhere(t, ring, "http_request_duration_seconds#count", isOTLP)
 	close(stopSampling)
 	sampling.Wait()
-	finalRSS := map[string]int64{}
+	finalRSS, cpu := map[string]int64{}, map[string]float64{}
 	for name, pid := range pids {
 		finalRSS[name], _ = rssKB(pid)
+		c, _ := cpuSeconds(pid)
+		cpu[name] = c - cpuBefore[name]
 	}
 
 	st.mu.Lock()
@@ -254,7 +260,8 @@ func TestTeamLoad(t *testing.T) {
 	}
 	sort.Strings(names)
 	for _, n := range names {
-		fmt.Fprintf(&b, "RSS %-10s peak %6.1f MiB  end %6.1f MiB\n", n, float64(peak[n])/1024, float64(finalRSS[n])/1024)
+		fmt.Fprintf(&b, "%-10s RSS peak %6.1f MiB  end %6.1f MiB  CPU %6.1f s (%.0f%% of one core over %.1fs)\n", n,
+			float64(peak[n])/1024, float64(finalRSS[n])/1024, cpu[n], cpu[n]/elapsed.Seconds()*100, elapsed.Seconds())
 	}
 	fmt.Fprintf(&b, "push phase %.1fs\n", pushEnd.Sub(start).Seconds())
 	t.Log("\n" + b.String())
@@ -331,6 +338,30 @@ func rssKB(pid int) (int64, error) {
 		}
 	}
 	return 0, errors.New("no VmRSS")
+}
+
+// cpuSeconds reads user+system CPU time of pid from /proc/<pid>/stat
+// (fields 14 and 15, in clock ticks of 100 Hz, Linux's USER_HZ).
+func cpuSeconds(pid int) (float64, error) {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, err
+	}
+	s := string(data)
+	i := strings.LastIndexByte(s, ')') // the command name may hold spaces
+	if i < 0 {
+		return 0, errors.New("bad stat")
+	}
+	f := strings.Fields(s[i+1:]) // f[0] is field 3 (state)
+	if len(f) < 13 {
+		return 0, errors.New("short stat")
+	}
+	utime, err1 := strconv.ParseFloat(f[11], 64)
+	stime, err2 := strconv.ParseFloat(f[12], 64)
+	if err1 != nil || err2 != nil {
+		return 0, errors.New("bad stat times")
+	}
+	return (utime + stime) / 100, nil
 }
 
 // receiverSum sums a metric over every sample of every receiver's /metrics.
