@@ -116,6 +116,7 @@ func StartThanosHashring(t testing.TB, opts ThanosOptions) *ThanosHashring {
 			"--http-address=" + r.http,
 			"--grpc-address=" + r.grpc,
 			"--remote-write.address=" + r.write,
+			fmt.Sprintf("--receive.capnproto-address=127.0.0.1:%d", FreePort(t)),
 			"--receive.local-endpoint=" + r.grpc,
 			"--receive.hashrings-file=" + ringPath,
 			"--receive.replication-factor=" + strconv.Itoa(opts.ReplicationFactor),
@@ -149,7 +150,6 @@ func StartThanosHashring(t testing.TB, opts ThanosOptions) *ThanosHashring {
 		"--http-address=" + qhttp,
 		fmt.Sprintf("--grpc-address=127.0.0.1:%d", FreePort(t)),
 		"--query.replica-label=" + ThanosReplicaLabel,
-		"--endpoint.sd-interval=1s",
 		"--log.level=warn",
 	}
 	for _, e := range endpoints {

@@ -24,14 +24,18 @@ set -euo pipefail
 
 MODULE=github.com/thanos-io/thanos
 MODULE_VERSION=v0.42.4
+# Upstream's release tags (.promu.yml). slicelabels is required: without it
+# query panics reading a store's label sets (index out of range in
+# labels_stringlabels.go, measured with v0.42.4).
+TAGS=netgo,slicelabels
 
 script_dir=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 LOG_PREFIX=thanos/build.sh
 # shellcheck source=../lib/cache.sh
 . "$script_dir/../lib/cache.sh"
 need_go
-key=$(printf '%s@%s go=%s goos=%s goarch=%s cgo=0\n' \
-	"$MODULE" "$MODULE_VERSION" "${goenv[@]}" | cache_key)
+key=$(printf '%s@%s tags=%s go=%s goos=%s goarch=%s cgo=0\n' \
+	"$MODULE" "$MODULE_VERSION" "$TAGS" "${goenv[@]}" | cache_key)
 
 cache_root="${XDG_CACHE_HOME:-$HOME/.cache}/claude-transcript-exporter/thanos"
 out_dir="$cache_root/$key"
@@ -58,7 +62,7 @@ chmod -R u+w "$work/src"
 v=github.com/prometheus/common/version
 release=${MODULE_VERSION#v}
 ldflags="-s -w -X $v.Version=$release -X $v.Revision=$MODULE_VERSION -X $v.Branch=go-module -X $v.BuildUser=claude-transcript-exporter/tools/thanos"
-if ! (cd "$work/src" && GOFLAGS=-mod=mod GOTOOLCHAIN=local CGO_ENABLED=0 "$go_bin" build -trimpath -ldflags "$ldflags" \
+if ! (cd "$work/src" && GOFLAGS=-mod=mod GOTOOLCHAIN=local CGO_ENABLED=0 "$go_bin" build -trimpath -tags "$TAGS" -ldflags "$ldflags" \
 	-o "$work/thanos" ./cmd/thanos) >"$work/build.log" 2>&1; then
 	log "go build ./cmd/thanos failed; its output:"
 	cat "$work/build.log" >&2
@@ -70,7 +74,7 @@ if [[ $got != *"version $release"* ]]; then
 	exit 1
 fi
 
-printf '%s@%s\n%s %s/%s\n' "$MODULE" "$MODULE_VERSION" "${goenv[@]}" >"$work/BUILD-INFO"
+printf '%s@%s tags %s\n%s %s/%s\n' "$MODULE" "$MODULE_VERSION" "$TAGS" "${goenv[@]}" >"$work/BUILD-INFO"
 mkdir -p "$out_dir"
 cp "$work/BUILD-INFO" "$out_dir/BUILD-INFO"
 cache_publish "$work/thanos" "$out_dir/thanos"
