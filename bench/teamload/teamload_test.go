@@ -287,7 +287,11 @@ func TestTeamLoad(t *testing.T) {
 func expositions(t *testing.T) []tree {
 	t.Helper()
 	bin := filepath.Join(t.TempDir(), "claude-transcript-exporter")
-	cmd := exec.Command("go", "build", "-o", bin, "./cmd/claude-transcript-exporter")
+	// Version ldflags as `make build` sets them: without them build_info
+	// has version="" and branch="", a series Thanos receive refuses.
+	v := "github.com/prometheus/common/version"
+	cmd := exec.Command("go", "build", "-o", bin, "-ldflags",
+		"-X "+v+".Version=teamload -X "+v+".Revision=teamload -X "+v+".Branch=teamload", "./cmd/claude-transcript-exporter")
 	cmd.Dir = testbackend.RepoRoot(t)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
