@@ -29,7 +29,7 @@ run: build
 
 # Every test, with the race detector. The end-to-end tests start real
 # backends on loopback ports: Prometheus 3 (and promtool), an OpenTelemetry
-# Collector and Jaeger v2, all built from Go modules by tools/backends.sh the
+# Collector, Jaeger v2 and Thanos, all built from Go modules by tools/backends.sh the
 # first time (10-15 minutes on 2 cores) and then taken from
 # $${XDG_CACHE_HOME:-~/.cache}/claude-transcript-exporter. CTE_*_BIN variables
 # already set are used as they are.
@@ -112,7 +112,7 @@ backfill: build
 	docker compose restart prometheus
 
 check-deploy:
-	@backends=$$(tools/backends.sh otelcol prometheus) && eval "$$backends" && \
+	@backends=$$(tools/backends.sh otelcol prometheus thanos) && eval "$$backends" && \
 	"$$CTE_PROMTOOL_BIN" check config deploy/prometheus/prometheus.yml && \
 	"$$CTE_PROMTOOL_BIN" test rules deploy/prometheus/tests/*.yml && \
 	$(GO) test -count=1 ./deploy/...

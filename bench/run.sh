@@ -13,8 +13,11 @@ cd "$ROOT"
 
 SIZES=${BENCH_SIZES:-"100 1024 2048"}
 RUNS=${BENCH_RUNS:-5}
-STEPS=${BENCH_STEPS:-"oneshot exact gobench idle memory restart history"}
+STEPS=${BENCH_STEPS:-"oneshot exact gobench idle memory restart history teamload"}
 HISTORY_SIZES=${BENCH_HISTORY_SIZES:-"100"}
+TEAM_MACHINES=${BENCH_TEAM_MACHINES:-200}
+TEAM_SECONDS=${BENCH_TEAM_SECONDS:-60}
+TEAM_INTERVAL=${BENCH_TEAM_INTERVAL:-10s}
 RESTART_SIZE=${BENCH_RESTART_SIZE:-1024}
 RESTARTS=${BENCH_RESTARTS:-3}
 INDEP_SIZES=${BENCH_INDEP_SIZES:-"1024"}
@@ -640,6 +643,28 @@ if has_step restart && [ -n "$HAS_STATE_FLAG" ]; then
 		target "$ok" "restart with nothing changed on ${RESTART_SIZE}m < 1 s: median $med s"
 		say
 	fi
+fi
+
+# ---------------------------------------------------------------- team load
+
+if has_step teamload; then
+	# bench/teamload: N simulated machines push the corpus trees'
+	# expositions over OTLP through a real collector into a real Thanos
+	# receive hashring (3 receivers, RF 2) on loopback, for a fixed time.
+	log "team load: $TEAM_MACHINES machines for ${TEAM_SECONDS}s (Thanos is built once by tools/thanos/build.sh)"
+	rc=0
+	go test -count=1 -timeout 30m -run '^TestTeamLoad$' ./bench/teamload -args \
+		-teamload.machines="$TEAM_MACHINES" -teamload.duration="${TEAM_SECONDS}s" \
+		-teamload.interval="$TEAM_INTERVAL" -teamload.report="$OUT/teamload.txt" >"$OUT/teamload.log" 2>&1 || rc=$?
+	if [ -s "$OUT/teamload.txt" ]; then
+		while IFS= read -r line; do say "$line"; done <"$OUT/teamload.txt"
+	fi
+	if [ "$rc" -eq 0 ]; then
+		target PASS "team load: every machine's series through thanos query, nothing refused"
+	else
+		target FAIL "team load: see $OUT/teamload.log"
+	fi
+	say
 fi
 
 # ---------------------------------------------------------------- targets

@@ -6,9 +6,10 @@
 #   CTE_PROMETHEUS_BIN=…  Prometheus 3            (tools/prometheus/build.sh)
 #   CTE_PROMTOOL_BIN=…    promtool                (tools/prometheus/build.sh)
 #   CTE_JAEGER_BIN=…      Jaeger v2               (tools/jaeger/build.sh)
+#   CTE_THANOS_BIN=…      Thanos                  (tools/thanos/build.sh)
 #
-# Usage: eval "$(tools/backends.sh [otelcol] [prometheus] [jaeger])"
-# (no argument: all three). A variable already set in the environment is
+# Usage: eval "$(tools/backends.sh [otelcol] [prometheus] [jaeger] [thanos])"
+# (no argument: all four). A variable already set in the environment is
 # kept, so a machine with its own binaries builds nothing. Progress goes to
 # stderr; cold builds take 10-15 minutes on 2 cores, cached ones a second.
 set -euo pipefail
@@ -16,7 +17,7 @@ set -euo pipefail
 tools=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 want=("$@")
 if [[ ${#want[@]} -eq 0 ]]; then
-	want=(otelcol prometheus jaeger)
+	want=(otelcol prometheus jaeger thanos)
 fi
 
 # built NAME: runs tools/NAME/build.sh and prints the last line it printed.
@@ -48,8 +49,16 @@ for b in "${want[@]}"; do
 		if [[ -z $bin ]]; then bin=$(built jaeger); fi
 		printf 'export CTE_JAEGER_BIN=%q\n' "$bin"
 		;;
+	thanos)
+		bin=${CTE_THANOS_BIN:-}
+		if [[ -z $bin ]]; then
+			dir=$(built thanos)
+			bin=$dir/thanos
+		fi
+		printf 'export CTE_THANOS_BIN=%q\n' "$bin"
+		;;
 	*)
-		echo "backends.sh: unknown backend '$b' (otelcol, prometheus, jaeger)" >&2
+		echo "backends.sh: unknown backend '$b' (otelcol, prometheus, jaeger, thanos)" >&2
 		exit 2
 		;;
 	esac

@@ -169,8 +169,15 @@ var pseudoVersion = regexp.MustCompile(`-(?:0\.)?(\d{14})-([0-9a-f]{12})(?:\+inc
 // versionFromBuildInfo fills the version, revision and build date that
 // make build sets with -ldflags from the module's build information when
 // they are empty (go build, go install ...@latest): the module version,
-// and the VCS revision and time Go records.
+// and the VCS revision and time Go records. A build with no version at
+// all (go build in a clone) is "devel": build_info never has an empty
+// version label, which Thanos receive refuses.
 func versionFromBuildInfo(bi *debug.BuildInfo, ok bool) {
+	defer func() {
+		if version.Version == "" {
+			version.Version = "devel"
+		}
+	}()
 	if !ok || bi == nil {
 		return
 	}

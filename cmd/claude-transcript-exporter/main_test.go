@@ -20,17 +20,17 @@ func TestVersionComesFromBuildInfoWhenLdflagsAreEmpty(t *testing.T) {
 	}{
 		{"go build in a clone: VCS settings", [3]string{}, &debug.BuildInfo{Main: debug.Module{Version: "(devel)"}, Settings: []debug.BuildSetting{
 			{Key: "vcs.revision", Value: "0123456789abcdef0123456789abcdef01234567"}, {Key: "vcs.time", Value: "2026-11-25T19:00:00Z"}, {Key: "vcs.modified", Value: "false"}}},
-			[3]string{"", "0123456789ab", "2026-11-25T19:00:00Z"}},
+			[3]string{"devel", "0123456789ab", "2026-11-25T19:00:00Z"}},
 		{"a modified tree", [3]string{}, &debug.BuildInfo{Main: debug.Module{Version: "(devel)"}, Settings: []debug.BuildSetting{
 			{Key: "vcs.revision", Value: "0123456789abcdef"}, {Key: "vcs.modified", Value: "true"}}},
-			[3]string{"", "0123456789ab-dirty", ""}},
+			[3]string{"devel", "0123456789ab-dirty", ""}},
 		{"go install @latest of a tag", [3]string{}, &debug.BuildInfo{Main: debug.Module{Version: "v1.4.0"}}, [3]string{"v1.4.0", "", ""}},
 		{"go install @main: a pseudo-version", [3]string{}, &debug.BuildInfo{Main: debug.Module{Version: "v0.0.0-20261125190102-abcdef012345"}},
 			[3]string{"v0.0.0-20261125190102-abcdef012345", "abcdef012345", "2026-11-25T19:01:02Z"}},
 		{"make build: ldflags win", [3]string{"v1.2.3", "fedcba", "x"}, &debug.BuildInfo{Main: debug.Module{Version: "v0.0.0-20261125190102-abcdef012345"}, Settings: []debug.BuildSetting{
 			{Key: "vcs.revision", Value: "0123456789abcdef"}, {Key: "vcs.time", Value: "2026-11-25T19:00:00Z"}}},
 			[3]string{"v1.2.3", "fedcba", "x"}},
-		{"no build info", [3]string{}, nil, [3]string{}},
+		{"no build info", [3]string{}, nil, [3]string{"devel", "", ""}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			version.Version, version.Revision, version.BuildDate = tc.ldflags[0], tc.ldflags[1], tc.ldflags[2]

@@ -27,9 +27,9 @@ type Collector struct {
 	endpoint string
 	logPath  string
 
-	// metricsTo is the OTLP/HTTP metrics endpoint the metrics pipeline
-	// forwards to ("" : no metrics pipeline).
-	metricsTo string
+	// metricsTo are the OTLP/HTTP metrics endpoints the metrics pipeline
+	// forwards to, each by its own exporter (none: no metrics pipeline).
+	metricsTo []string
 
 	mu   sync.Mutex
 	proc *process // nil while stopped
@@ -45,19 +45,20 @@ type Collector struct {
 // when the test ends; if the test failed, the tail of its log is printed.
 func StartCollector(t testing.TB) *Collector {
 	t.Helper()
-	return startCollector(t, "")
+	return startCollector(t, nil)
 }
 
 // StartMetricsCollector is StartCollector with a metrics pipeline too:
 // what the OTLP receiver gets is forwarded by the otlphttp exporter to
 // metricsURL (e.g. Prometheus' /api/v1/otlp/v1/metrics), as a team's
-// central collector does.
-func StartMetricsCollector(t testing.TB, metricsURL string) *Collector {
+// central collector does, and by one more otlphttp exporter to each of
+// alsoTo (e.g. a Thanos receiver's /api/v1/otlp, to compare the two).
+func StartMetricsCollector(t testing.TB, metricsURL string, alsoTo ...string) *Collector {
 	t.Helper()
-	return startCollector(t, metricsURL)
+	return startCollector(t, append([]string{metricsURL}, alsoTo...))
 }
 
-func startCollector(t testing.TB, metricsTo string) *Collector {
+func startCollector(t testing.TB, metricsTo []string) *Collector {
 	t.Helper()
 	bin := CollectorBinary(t)
 	c := &Collector{
@@ -85,6 +86,16 @@ func startCollector(t testing.TB, metricsTo string) *Collector {
 // Endpoint returns the host:port of the OTLP gRPC receiver. It stays the
 // same across Stop and Restart.
 func (c *Collector) Endpoint() string { return c.endpoint }
+
+// PID is the process id of the running collector (0 while stopped).
+func (c *Collector) PID() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.proc == nil {
+		return 0
+	}
+	return c.proc.cmd.Process.Pid
+}
 
 // LogPath returns the file that holds the collector's output (all runs).
 func (c *Collector) LogPath() string { return c.logPath }
@@ -154,7 +165,7 @@ func (c *Collector) spansPath(run int) string {
 }
 
 // collectorConfig renders the collector configuration (JSON, which is YAML).
-func collectorConfig(endpoint, spansPath, metricsTo string) []byte {
+func collectorConfig(endpoint, spansPath string, metricsTo []string) []byte {
 	pipelines := map[string]any{
 		"traces": map[string]any{
 			"receivers": []string{"otlp"},
@@ -164,11 +175,19 @@ func collectorConfig(endpoint, spansPath, metricsTo string) []byte {
 	exporters := map[string]any{
 		"file": map[string]any{"path": spansPath, "flush_interval": "100ms"},
 	}
-	if metricsTo != "" {
-		exporters["otlphttp/metrics"] = map[string]any{"metrics_endpoint": metricsTo}
+	if len(metricsTo) > 0 {
+		var names []string
+		for i, to := range metricsTo {
+			name := "otlphttp/metrics"
+			if i > 0 {
+				name = fmt.Sprintf("otlphttp/metrics%d", i)
+			}
+			exporters[name] = map[string]any{"metrics_endpoint": to}
+			names = append(names, name)
+		}
 		pipelines["metrics"] = map[string]any{
 			"receivers": []string{"otlp"},
-			"exporters": []string{"otlphttp/metrics"},
+			"exporters": names,
 		}
 	}
 	cfg := map[string]any{

@@ -2,10 +2,12 @@
 // claude-transcript-exporter run against, on free loopback ports: Prometheus
 // 3 (and promtool), an OpenTelemetry Collector acting as OTLP receiver that
 // writes what it receives to a file, and Jaeger v2 with in-memory storage,
-// queried through the HTTP API its UI calls. All of them are built from Go
+// queried through the HTTP API its UI calls, and a Thanos receive hashring
+// with query in front (StartThanosHashring). All of them are built from Go
 // modules by the scripts under tools/ (tools/backends.sh runs them all) and
 // cached by version; $CTE_PROMETHEUS_BIN, $CTE_PROMTOOL_BIN,
-// $CTE_OTELCOL_BIN and $CTE_JAEGER_BIN name prebuilt binaries instead.
+// $CTE_OTELCOL_BIN, $CTE_JAEGER_BIN and $CTE_THANOS_BIN name prebuilt
+// binaries instead.
 //
 // It is used ONLY by tests: every entry point takes a testing.TB, registers
 // its own cleanup and fails the test (never skips it) when a backend is

@@ -63,12 +63,24 @@ func JobName(i int) string { return fmt.Sprintf("target-%d", i) }
 
 // Prometheus is a running Prometheus server started by StartPrometheus.
 type Prometheus struct {
-	url     string
+	QueryAPI
 	dir     string
 	jobs    []string
 	proc    *process
-	client  *http.Client
 	logPath string
+}
+
+// QueryAPI is a client of a Prometheus-compatible HTTP API (/api/v1/...):
+// Prometheus itself, or Thanos query (ThanosHashring.Query).
+type QueryAPI struct {
+	url    string
+	client *http.Client
+}
+
+// NewQueryAPI returns a client of the Prometheus-compatible HTTP API at
+// baseURL (like http://127.0.0.1:40123).
+func NewQueryAPI(baseURL string) QueryAPI {
+	return QueryAPI{url: baseURL, client: &http.Client{Timeout: 10 * time.Second}}
 }
 
 // StartPrometheus starts Prometheus (PrometheusBinary: Prometheus 3 built
@@ -98,11 +110,10 @@ func StartPrometheus(t testing.TB, opts PromOptions) *Prometheus {
 		dataDir = opts.DataDir
 	}
 	p := &Prometheus{
-		url:     "http://" + addr,
-		dir:     dir,
-		jobs:    jobs,
-		client:  &http.Client{Timeout: 10 * time.Second},
-		logPath: filepath.Join(dir, "prometheus.log"),
+		QueryAPI: NewQueryAPI("http://" + addr),
+		dir:      dir,
+		jobs:     jobs,
+		logPath:  filepath.Join(dir, "prometheus.log"),
 	}
 	args := []string{
 		"--config.file=" + cfgPath,
@@ -200,7 +211,7 @@ func promDuration(d time.Duration) string {
 }
 
 // URL returns the base URL of the server, like http://127.0.0.1:40123.
-func (p *Prometheus) URL() string { return p.url }
+func (p *QueryAPI) URL() string { return p.url }
 
 // Jobs returns the configured scrape job names, in configuration order
 // (JobName(i) for each target, then SelfJob if ScrapeSelf).
@@ -240,7 +251,7 @@ func (p *Prometheus) waitReady(ctx context.Context) error {
 // API sends GET path?params to the server (path like "/api/v1/rules") and
 // returns the response body. A non-2xx status is an error that includes the
 // body.
-func (p *Prometheus) API(ctx context.Context, path string, params url.Values) ([]byte, error) {
+func (p *QueryAPI) API(ctx context.Context, path string, params url.Values) ([]byte, error) {
 	u := p.url + path
 	if len(params) > 0 {
 		u += "?" + params.Encode()
@@ -274,7 +285,7 @@ type apiEnvelope struct {
 }
 
 // apiData calls API and returns the "data" member of a successful response.
-func (p *Prometheus) apiData(ctx context.Context, path string, params url.Values) (json.RawMessage, []string, error) {
+func (p *QueryAPI) apiData(ctx context.Context, path string, params url.Values) (json.RawMessage, []string, error) {
 	body, err := p.API(ctx, path, params)
 	var env apiEnvelope
 	if jerr := json.Unmarshal(body, &env); jerr != nil {
@@ -329,7 +340,7 @@ func (s Sample) String() string {
 
 // Query evaluates the PromQL expression expr at the current time through
 // /api/v1/query.
-func (p *Prometheus) Query(ctx context.Context, expr string) (QueryResult, error) {
+func (p *QueryAPI) Query(ctx context.Context, expr string) (QueryResult, error) {
 	data, warnings, err := p.apiData(ctx, "/api/v1/query", url.Values{"query": {expr}})
 	if err != nil {
 		return QueryResult{}, fmt.Errorf("query %q: %w", expr, err)
@@ -343,7 +354,7 @@ func (p *Prometheus) Query(ctx context.Context, expr string) (QueryResult, error
 }
 
 // QueryAt evaluates expr at time at.
-func (p *Prometheus) QueryAt(ctx context.Context, expr string, at time.Time) (QueryResult, error) {
+func (p *QueryAPI) QueryAt(ctx context.Context, expr string, at time.Time) (QueryResult, error) {
 	data, warnings, err := p.apiData(ctx, "/api/v1/query", url.Values{"query": {expr},
 		"time": {strconv.FormatFloat(float64(at.UnixMilli())/1000, 'f', 3, 64)}})
 	if err != nil {
@@ -359,7 +370,7 @@ func (p *Prometheus) QueryAt(ctx context.Context, expr string, at time.Time) (Qu
 
 // QueryValue evaluates expr and returns its value, which must be a scalar or
 // a vector of exactly one sample.
-func (p *Prometheus) QueryValue(ctx context.Context, expr string) (float64, error) {
+func (p *QueryAPI) QueryValue(ctx context.Context, expr string) (float64, error) {
 	res, err := p.Query(ctx, expr)
 	if err != nil {
 		return 0, err

@@ -1,0 +1,363 @@
+package testbackend
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+const (
+	// ThanosBinEnv names the Thanos binary (tools/thanos/build.sh).
+	ThanosBinEnv = "CTE_THANOS_BIN"
+
+	// thanosStartTimeout bounds the wait for /-/ready of a receiver or
+	// of query.
+	thanosStartTimeout = 60 * time.Second
+	// ThanosReplicaLabel is the external label that tells the receivers'
+	// copies of a series apart; query deduplicates on it.
+	ThanosReplicaLabel = "receive_replica"
+)
+
+// ThanosBinary returns the Thanos binary: $CTE_THANOS_BIN, else the one
+// tools/thanos/build.sh builds or finds in its cache.
+func ThanosBinary(t testing.TB) string {
+	t.Helper()
+	return backendBinary(t, ThanosBinEnv, "thanos", "thanos")
+}
+
+// ThanosOptions configures StartThanosHashring.
+type ThanosOptions struct {
+	// Receivers is the number of `thanos receive` processes in the
+	// hashring; default 3.
+	Receivers int
+	// ReplicationFactor is --receive.replication-factor; default 2.
+	ReplicationFactor int
+}
+
+// ThanosHashring is a running Thanos receive hashring with `thanos query`
+// in front of it, started by StartThanosHashring.
+type ThanosHashring struct {
+	// QueryAPI is thanos query's Prometheus-compatible HTTP API, which
+	// deduplicates the replicas (ThanosReplicaLabel).
+	QueryAPI
+	receivers []*ThanosReceiver
+	query     *process
+	queryLog  string
+}
+
+// ThanosReceiver is one `thanos receive` process of a ThanosHashring. It
+// can be killed and started again on the same ports and TSDB.
+type ThanosReceiver struct {
+	name    string
+	bin     string
+	args    []string
+	http    string // --http-address (/-/ready, /metrics)
+	grpc    string // --grpc-address (store API; the hashring's endpoint)
+	write   string // --remote-write.address (/api/v1/receive, /api/v1/otlp)
+	logPath string
+
+	mu   sync.Mutex
+	proc *process // nil while killed
+}
+
+// StartThanosHashring starts opts.Receivers `thanos receive` processes on
+// free ports of 127.0.0.1, in one hashring (hashmod, every receiver an
+// ingestor and a router) with replication factor opts.ReplicationFactor,
+// and a `thanos query` reading all of them, deduplicating on
+// ThanosReplicaLabel; it waits until every receiver and query is ready and
+// query sees every receiver. The binary is ThanosBinary. Everything is
+// stopped when the test ends; if the test failed, the tails of the logs are
+// printed.
+func StartThanosHashring(t testing.TB, opts ThanosOptions) *ThanosHashring {
+	t.Helper()
+	if opts.Receivers <= 0 {
+		opts.Receivers = 3
+	}
+	if opts.ReplicationFactor <= 0 {
+		opts.ReplicationFactor = 2
+	}
+	bin := ThanosBinary(t)
+	dir := t.TempDir()
+	h := &ThanosHashring{}
+	var endpoints []string
+	for i := 0; i < opts.Receivers; i++ {
+		r := &ThanosReceiver{
+			name:  fmt.Sprintf("receive-%d", i),
+			bin:   bin,
+			http:  fmt.Sprintf("127.0.0.1:%d", FreePort(t)),
+			grpc:  fmt.Sprintf("127.0.0.1:%d", FreePort(t)),
+			write: fmt.Sprintf("127.0.0.1:%d", FreePort(t)),
+		}
+		r.logPath = filepath.Join(dir, r.name+".log")
+		h.receivers = append(h.receivers, r)
+		endpoints = append(endpoints, r.grpc)
+	}
+	ring, err := json.Marshal([]map[string]any{{"hashring": "default", "endpoints": endpoints}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ringPath := filepath.Join(dir, "hashring.json")
+	if err := os.WriteFile(ringPath, ring, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for i, r := range h.receivers {
+		r.args = []string{"receive",
+			"--tsdb.path=" + filepath.Join(dir, r.name),
+			"--tsdb.retention=1d",
+			"--http-address=" + r.http,
+			"--grpc-address=" + r.grpc,
+			"--remote-write.address=" + r.write,
+			fmt.Sprintf("--receive.capnproto-address=127.0.0.1:%d", FreePort(t)),
+			"--receive.local-endpoint=" + r.grpc,
+			"--receive.hashrings-file=" + ringPath,
+			"--receive.replication-factor=" + strconv.Itoa(opts.ReplicationFactor),
+			fmt.Sprintf("--label=%s=\"%d\"", ThanosReplicaLabel, i),
+			"--log.level=warn",
+		}
+	}
+	t.Cleanup(func() {
+		for _, r := range h.receivers {
+			if t.Failed() {
+				t.Logf("thanos %s\n%s", r.name, logTail(r.logPath, logTailLines))
+			}
+			if err := r.stop(); err != nil {
+				t.Errorf("thanos %s: %v", r.name, err)
+			}
+		}
+	})
+	for _, r := range h.receivers {
+		if err := r.start(); err != nil {
+			t.Fatalf("start thanos %s: %v\n%s", r.name, err, logTail(r.logPath, logTailLines))
+		}
+	}
+	for _, r := range h.receivers {
+		if err := waitHTTPReady(r.proc, "http://"+r.http+"/-/ready", thanosStartTimeout); err != nil {
+			t.Fatalf("thanos %s: %v\n%s", r.name, err, logTail(r.logPath, logTailLines))
+		}
+	}
+
+	qhttp := fmt.Sprintf("127.0.0.1:%d", FreePort(t))
+	args := []string{"query",
+		"--http-address=" + qhttp,
+		fmt.Sprintf("--grpc-address=127.0.0.1:%d", FreePort(t)),
+		"--query.replica-label=" + ThanosReplicaLabel,
+		"--log.level=warn",
+	}
+	for _, e := range endpoints {
+		args = append(args, "--endpoint="+e)
+	}
+	h.queryLog = filepath.Join(dir, "query.log")
+	h.query, err = startProcess("thanos query", bin, args, h.queryLog)
+	if err != nil {
+		t.Fatalf("start thanos query: %v", err)
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("thanos query\n%s", logTail(h.queryLog, logTailLines))
+		}
+		if err := h.query.stop(); err != nil {
+			t.Errorf("thanos query: %v", err)
+		}
+	})
+	h.QueryAPI = NewQueryAPI("http://" + qhttp)
+	if err := waitHTTPReady(h.query, h.url+"/-/ready", thanosStartTimeout); err != nil {
+		t.Fatalf("thanos query: %v\n%s", err, logTail(h.queryLog, logTailLines))
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), thanosStartTimeout)
+	defer cancel()
+	if err := h.waitStores(ctx, len(endpoints)); err != nil {
+		t.Fatalf("thanos query: %v\n%s", err, logTail(h.queryLog, logTailLines))
+	}
+	return h
+}
+
+// waitStores waits until query lists n healthy store endpoints
+// (/api/v1/stores).
+func (h *ThanosHashring) waitStores(ctx context.Context, n int) error {
+	var last string
+	for {
+		body, err := h.API(ctx, "/api/v1/stores", nil)
+		if err == nil {
+			var env struct {
+				Data map[string][]struct {
+					Name      string `json:"name"`
+					LastError any    `json:"lastError"`
+				} `json:"data"`
+			}
+			if err := json.Unmarshal(body, &env); err == nil {
+				up := 0
+				for _, stores := range env.Data {
+					for _, s := range stores {
+						if s.LastError == nil {
+							up++
+						}
+					}
+				}
+				if up >= n {
+					return nil
+				}
+			}
+			last = string(body)
+		} else {
+			last = err.Error()
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("query does not see %d stores: %w (last: %s)", n, ctx.Err(), last)
+		case <-time.After(pollInterval * 5):
+		}
+	}
+}
+
+// Receivers returns the receivers, in hashring order.
+func (h *ThanosHashring) Receivers() []*ThanosReceiver { return h.receivers }
+
+// QueryPID is the process id of thanos query.
+func (h *ThanosHashring) QueryPID() int { return h.query.cmd.Process.Pid }
+
+// OTLPURL is the receiver's OTLP/HTTP metrics endpoint (an otlphttp
+// exporter's metrics_endpoint).
+func (r *ThanosReceiver) OTLPURL() string { return "http://" + r.write + "/api/v1/otlp" }
+
+// MetricsURL is the receiver's own /metrics.
+func (r *ThanosReceiver) MetricsURL() string { return "http://" + r.http + "/metrics" }
+
+// Name is receive-<i>.
+func (r *ThanosReceiver) Name() string { return r.name }
+
+// PID is the process id of the running receiver (0 while killed).
+func (r *ThanosReceiver) PID() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.proc == nil {
+		return 0
+	}
+	return r.proc.cmd.Process.Pid
+}
+
+// Kill sends SIGKILL to the receiver (no flush, no goodbye) and waits for
+// it to exit.
+func (r *ThanosReceiver) Kill(t testing.TB) {
+	t.Helper()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.proc == nil {
+		return
+	}
+	if err := r.proc.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatalf("kill thanos %s: %v", r.name, err)
+	}
+	<-r.proc.done
+	r.proc = nil
+}
+
+// Restart starts a killed receiver again on the same ports and TSDB (it
+// replays its WAL) and waits until it is ready.
+func (r *ThanosReceiver) Restart(t testing.TB) {
+	t.Helper()
+	if err := r.start(); err != nil {
+		t.Fatalf("restart thanos %s: %v\n%s", r.name, err, logTail(r.logPath, logTailLines))
+	}
+	if err := waitHTTPReady(r.proc, "http://"+r.http+"/-/ready", thanosStartTimeout); err != nil {
+		t.Fatalf("restart thanos %s: %v\n%s", r.name, err, logTail(r.logPath, logTailLines))
+	}
+}
+
+func (r *ThanosReceiver) start() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.proc != nil {
+		return fmt.Errorf("already running")
+	}
+	p, err := startProcess("thanos "+r.name, r.bin, r.args, r.logPath)
+	if err != nil {
+		return err
+	}
+	r.proc = p
+	return nil
+}
+
+func (r *ThanosReceiver) stop() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.proc == nil {
+		return nil
+	}
+	err := r.proc.stop()
+	r.proc = nil
+	return err
+}
+
+// waitHTTPReady polls url until it answers 200 or proc exits.
+func waitHTTPReady(proc *process, url string, timeout time.Duration) error {
+	client := &http.Client{Timeout: 2 * time.Second}
+	deadline := time.Now().Add(timeout)
+	var last error
+	for {
+		if done, err := proc.exited(); done {
+			return fmt.Errorf("%s exited before it was ready: %v", proc.name, err)
+		}
+		resp, err := client.Get(url)
+		if err == nil {
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+			err = fmt.Errorf("%s: %s", url, resp.Status)
+		}
+		last = err
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%s not ready after %v: %v", proc.name, timeout, last)
+		}
+		time.Sleep(pollInterval)
+	}
+}
+
+// ThanosProcess is one thanos process started by StartThanos.
+type ThanosProcess struct {
+	proc    *process
+	logPath string
+}
+
+// StartThanos starts the Thanos binary (ThanosBinary) with args (a
+// subcommand and its flags, e.g. taken from a compose file), waits until
+// readyURL answers 200, and stops it when the test ends. A process that
+// exits or is not ready in time fails the test with its log.
+func StartThanos(t testing.TB, name string, args []string, readyURL string) *ThanosProcess {
+	t.Helper()
+	bin := ThanosBinary(t)
+	p := &ThanosProcess{logPath: filepath.Join(t.TempDir(), name+".log")}
+	var err error
+	p.proc, err = startProcess("thanos "+name, bin, args, p.logPath)
+	if err != nil {
+		t.Fatalf("start thanos %s: %v", name, err)
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("thanos %s\n%s", name, logTail(p.logPath, logTailLines))
+		}
+		if err := p.proc.stop(); err != nil {
+			t.Errorf("thanos %s: %v", name, err)
+		}
+	})
+	if err := waitHTTPReady(p.proc, readyURL, thanosStartTimeout); err != nil {
+		t.Fatalf("thanos %s %v: %v\n%s", name, args, err, logTail(p.logPath, logTailLines))
+	}
+	return p
+}
+
+// Log returns the process' output so far.
+func (p *ThanosProcess) Log() string {
+	b, _ := os.ReadFile(p.logPath)
+	return string(b)
+}
