@@ -63,7 +63,7 @@ func TestConfigRefusesHistoryAndFilesSettingsThatCannotWork(t *testing.T) {
 }
 
 func TestConfigRefusesAUsageAPIPollTooOftenOrATokenInClear(t *testing.T) {
-	dir := t.TempDir()
+	dir := claudeDir(t)
 	for _, tc := range []struct {
 		name string
 		set  func(l *LimitsConfig)
