@@ -235,3 +235,27 @@ func waitFor(t *testing.T, cond func() bool) {
 	}
 	t.Fatal("condition not met in 30s")
 }
+
+// promAfterBackfill starts a real Prometheus scraping addr and returns
+// once a scrape shows the exporter's backfill done (the first scrape may
+// come before; on a loaded machine that takes a while), with a context
+// for the queries that follow.
+func promAfterBackfill(t *testing.T, addr string) (*testbackend.Prometheus, context.Context) {
+	t.Helper()
+	prom := testbackend.StartPrometheus(t, testbackend.PromOptions{Targets: []string{addr}})
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	t.Cleanup(cancel)
+	if err := prom.WaitForTargetsUp(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		if v, err := prom.QueryValue(ctx, `max(claude_transcript_exporter_backfill_done)`); err == nil && v == 1 {
+			return prom, ctx
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatal("no scrape showed the backfill done")
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}

@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"context"
 	"fmt"
 	"io"
 	"net/http"
@@ -10,7 +9,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/claude-transcript-exporter/claude-transcript-exporter/internal/indepcount"
 	"github.com/claude-transcript-exporter/claude-transcript-exporter/internal/testbackend"
@@ -49,24 +47,7 @@ func TestPrometheusScrapesTokenSum(t *testing.T) {
 		args = append(args, "--claude.dir="+tr)
 	}
 	addr, _ := startServe(t, args...)
-	prom := testbackend.StartPrometheus(t, testbackend.PromOptions{Targets: []string{addr}})
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	if err := prom.WaitForTargetsUp(ctx); err != nil {
-		t.Fatal(err)
-	}
-	// The first scrape may come before the backfill is read: wait until
-	// a scrape shows it done (on a loaded machine that takes a while).
-	for {
-		if v, err := prom.QueryValue(ctx, `max(claude_transcript_exporter_backfill_done)`); err == nil && v == 1 {
-			break
-		}
-		select {
-		case <-ctx.Done():
-			t.Fatal("no scrape showed the backfill done")
-		case <-time.After(200 * time.Millisecond):
-		}
-	}
+	prom, ctx := promAfterBackfill(t, addr)
 	for _, q := range []struct {
 		expr string
 		want float64

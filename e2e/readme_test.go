@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"context"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -44,22 +43,7 @@ func TestReadmeQueriesAnswer(t *testing.T) {
 	tree := filepath.Join(testbackend.CorpusDir(t), "eduardodmb")
 	shift := time.Since(testbackend.LastTimestamp(t, tree)).Truncate(time.Hour)
 	addr, _ := startServe(t, "--claude.dir="+testbackend.ShiftTree(t, tree, shift))
-	prom := testbackend.StartPrometheus(t, testbackend.PromOptions{Targets: []string{addr}})
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	if err := prom.WaitForTargetsUp(ctx); err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if v, err := prom.QueryValue(ctx, `max(claude_transcript_exporter_backfill_done)`); err == nil && v == 1 {
-			break
-		}
-		select {
-		case <-ctx.Done():
-			t.Fatal("no scrape showed the backfill done")
-		case <-time.After(200 * time.Millisecond):
-		}
-	}
+	prom, ctx := promAfterBackfill(t, addr)
 	if err := prom.WaitForScrapes(ctx, 3); err != nil {
 		t.Fatal(err)
 	}
