@@ -27,11 +27,17 @@ var wantServices = []string{"exporter", "otel-collector", "tempo", "jaeger", "pr
 // from the caller's environment leaks in, so the defaults are what is tested.
 func loadCompose(t *testing.T, home string, env ...string) *types.Project {
 	t.Helper()
-	root := testbackend.RepoRoot(t)
+	return loadComposeFile(t, filepath.Join(testbackend.RepoRoot(t), "docker-compose.yml"), home, env...)
+}
+
+// loadComposeFile loads a compose file as docker compose would, in its
+// own directory, with HOME at home and env as the environment.
+func loadComposeFile(t *testing.T, path, home string, env ...string) *types.Project {
+	t.Helper()
 	t.Setenv("HOME", home) // compose-go expands ~ with os.UserHomeDir
 	opts, err := cli.NewProjectOptions(
-		[]string{filepath.Join(root, "docker-compose.yml")},
-		cli.WithWorkingDirectory(root),
+		[]string{path},
+		cli.WithWorkingDirectory(filepath.Dir(path)),
 		cli.WithEnv(append([]string{"HOME=" + home}, env...)),
 		cli.WithInterpolation(true),
 		cli.WithNormalization(true),
@@ -43,7 +49,7 @@ func loadCompose(t *testing.T, home string, env ...string) *types.Project {
 	}
 	project, err := opts.LoadProject(context.Background())
 	if err != nil {
-		t.Fatalf("load docker-compose.yml: %v", err)
+		t.Fatalf("load %s: %v", path, err)
 	}
 	return project
 }

@@ -12,7 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/compose-spec/compose-go/v2/cli"
 	"github.com/compose-spec/compose-go/v2/types"
 
 	"github.com/claude-transcript-exporter/claude-transcript-exporter/internal/testbackend"
@@ -24,25 +23,7 @@ const thanosCompose = "deploy/team/thanos/docker-compose.yml"
 // compose` does (see loadCompose), with only env from the environment.
 func loadThanosCompose(t *testing.T, env ...string) *types.Project {
 	t.Helper()
-	path := repoPath(t, thanosCompose)
-	home := t.TempDir()
-	t.Setenv("HOME", home)
-	opts, err := cli.NewProjectOptions([]string{path},
-		cli.WithWorkingDirectory(filepath.Dir(path)),
-		cli.WithEnv(append([]string{"HOME=" + home}, env...)),
-		cli.WithInterpolation(true),
-		cli.WithNormalization(true),
-		cli.WithConsistency(true),
-		cli.WithResolvedPaths(true),
-	)
-	if err != nil {
-		t.Fatalf("compose options: %v", err)
-	}
-	p, err := opts.LoadProject(context.Background())
-	if err != nil {
-		t.Fatalf("load %s: %v", thanosCompose, err)
-	}
-	return p
+	return loadComposeFile(t, repoPath(t, thanosCompose), t.TempDir(), env...)
 }
 
 // TestTeamThanosCollectorConfigValidates runs `otelcol-custom validate` on
