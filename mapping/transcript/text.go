@@ -6,6 +6,7 @@ package transcript
 import (
 	"bytes"
 	"strconv"
+	"strings"
 	"unicode/utf16"
 	"unicode/utf8"
 )
@@ -91,6 +92,13 @@ func cutUTF8(b []byte, n int) []byte {
 	return b[:n]
 }
 
+// escapedBytes are the bytes after a backslash that stand for one byte
+// in a JSON string, and unescapedBytes those bytes, in the same order.
+const (
+	escapedBytes   = "\"\\/bfnrt"
+	unescapedBytes = "\"\\/\b\f\n\r\t"
+)
+
 // appendUnescaped appends the unescaped JSON string content raw to dst,
 // stopping once dst has grown by max bytes (max < 0: no limit). Invalid
 // escapes are copied as they are.
@@ -121,25 +129,12 @@ func appendUnescaped(dst, raw []byte, max int) []byte {
 			dst = append(dst, c)
 			break
 		}
+		if k := strings.IndexByte(escapedBytes, raw[i+1]); k >= 0 {
+			dst = append(dst, unescapedBytes[k])
+			i += 2
+			continue
+		}
 		switch raw[i+1] {
-		case '"', '\\', '/':
-			dst = append(dst, raw[i+1])
-			i += 2
-		case 'b':
-			dst = append(dst, '\b')
-			i += 2
-		case 'f':
-			dst = append(dst, '\f')
-			i += 2
-		case 'n':
-			dst = append(dst, '\n')
-			i += 2
-		case 'r':
-			dst = append(dst, '\r')
-			i += 2
-		case 't':
-			dst = append(dst, '\t')
-			i += 2
 		case 'u':
 			r, n := decodeU(raw[i:])
 			if n == 0 {
