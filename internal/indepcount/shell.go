@@ -23,13 +23,27 @@ import (
 var (
 	blank     = `[ \t\r]`           // what separates words (a newline separates commands)
 	word      = `[^ \t\r\n;&|(){}]` // a word's byte: the rest end a word, and its command
-	prefix    = `(?:^|[;&|\n(){}])` + blank + `*(?:(?:[A-Za-z_][A-Za-z0-9_]*\+?=` + word + `*|sudo|env|command|exec|time|nohup|if|then|else|elif|while|until|do|!|\$)` + blank + `+)*(?:[^ \t\r\n\x00=;&|(){}<>]*/)?`
+	prefix    = `(?:^|[;&|\n(){}])` + blank + `*(?:(?:[A-Za-z_][A-Za-z0-9_]*\+?=` + word + `*|sudo|env|command|exec|time|nohup|if|then|else|elif|while|until|do|!|\$)` + blank + `+)*` + pathTo
+	pathTo    = pathPrefix()
 	argOption = `-[Cc]|--git-dir|--work-tree|--namespace`
 	aloneOpt  = `-` + otherThan("C", "c", "-git-dir", "-work-tree", "-namespace")
 	commitRe  = regexp.MustCompile(prefix + `git(?:` + blank + `+(?:` + argOption + `)` + blank + `+` + word + `+|` + blank + `+` + aloneOpt + `)*` + blank + `+commit((?:` + blank + `[^;&|\n(){}]*)?)(?:$|[;&|\n(){}])`)
 	prRe      = regexp.MustCompile(prefix + `gh` + blank + `+pr` + blank + `+create(?:` + blank + `|$|[;&|\n(){}])`)
 	dryRunRe  = regexp.MustCompile(`(?:^|` + blank + `)--dry-run(?:$|` + blank + `)`)
 )
+
+// pathPrefix is a pattern for what may stand before git or gh in the
+// command word: nothing, or the directories of a path (/usr/bin/), a word
+// ending in / that is not an assignment (A=/x/git is an assignment; =/git
+// and 1A=/git are commands) and holds nothing quoted.
+func pathPrefix() string {
+	const ends = ` \t\r\n\x00;&|(){}` // bytes no command word holds here
+	p := `[^` + ends + `]`
+	name := `[A-Za-z_][A-Za-z0-9_]*`
+	notName := `[^A-Za-z_` + ends + `]` + p + `*`                                                   // starts with no name byte
+	nameThen := name + `(?:\+?|[^A-Za-z0-9_=+` + ends + `]` + p + `*|\+[^=` + ends + `]` + p + `*)` // a name not followed by = or +=
+	return `(?:(?:` + notName + `|` + nameThen + `)?/)?`
+}
 
 // otherThan is a pattern for a run of word characters that is none of
 // the given words, whole (what follows it must end the word). It walks
