@@ -5,6 +5,7 @@ import (
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/binary"
+	"sort"
 	"unicode/utf8"
 
 	"github.com/claude-transcript-exporter/claude-transcript-exporter/mapping/claudedir"
@@ -44,6 +45,7 @@ type Anonymizer struct {
 	used      map[string]struct{}
 	names     map[string]string // skill and command names (fillName)
 	usedNames map[string]struct{}
+	drives    map[byte]byte // drive letters, lower case (driveLetter)
 	p         parser
 	stats     Stats
 }
@@ -489,7 +491,17 @@ func hex4(h []byte) rune {
 // string content) with its keyed filler, keeping separators, escapes of
 // punctuation, what the language of an edit is told by (keptName: the
 // extension, a Makefile's or Dockerfile's name) and nothing else.
+//
+// A Windows path (X:\... or X:/...) is case-insensitive, as the exporter
+// reads it (one working dir written S:\repo and s:\repo is one project):
+// its drive letter becomes a letter of the same case, the same for both
+// cases of one letter, and each run is filled as its lower case, so two
+// spellings of one dir stay one dir in the copy.
 func (a *Anonymizer) fillPath(s []byte) {
+	windows := windowsPath(s)
+	if windows {
+		s[0] = a.driveLetter(s[0])
+	}
 	base := 0
 	if k := bytes.LastIndexAny(s, `/\`); k >= 0 {
 		base = k + 1
@@ -508,11 +520,51 @@ func (a *Anonymizer) fillPath(s []byte) {
 			}
 			continue
 		}
-		if i < keepFrom || i >= keepTo {
+		switch {
+		case windows && i == 0: // the drive letter, filled above
+		case windows && (i < keepFrom || i >= keepTo):
+			copy(s[i:j], a.mapRun(bytes.ToLower(s[i:j])))
+		case i < keepFrom || i >= keepTo:
 			copy(s[i:j], a.mapRun(s[i:j]))
 		}
 		i = j
 	}
+}
+
+// windowsPath tells a path that starts with a drive letter and a
+// separator (raw string content: the backslash is escaped), or the
+// project folder Claude Code names after one (S:\repo is S--repo).
+func windowsPath(s []byte) bool {
+	return len(s) >= 3 && (s[0]|0x20 >= 'a' && s[0]|0x20 <= 'z') &&
+		(s[1] == ':' && (s[2] == '\\' || s[2] == '/') || s[1] == '-' && s[2] == '-')
+}
+
+// driveLetter maps a drive letter to another letter of the same case: a
+// keyed permutation of the 26 letters, so that different drives stay
+// different and both cases of one drive stay one drive.
+func (a *Anonymizer) driveLetter(c byte) byte {
+	if a.drives == nil {
+		letters := []byte("abcdefghijklmnopqrstuvwxyz")
+		rank := make(map[byte]string, len(letters))
+		for _, l := range letters {
+			m := hmac.New(sha256.New, a.key)
+			m.Write([]byte("drive:"))
+			m.Write([]byte{l})
+			rank[l] = string(m.Sum(nil))
+		}
+		perm := append([]byte(nil), letters...)
+		sort.Slice(perm, func(i, j int) bool { return rank[perm[i]] < rank[perm[j]] })
+		a.drives = make(map[byte]byte, len(letters))
+		for i, l := range letters {
+			a.drives[l] = perm[i]
+		}
+	}
+	upper := c < 'a'
+	d := a.drives[c|0x20]
+	if upper {
+		d &^= 0x20
+	}
+	return d
 }
 
 // wellKnownNames are the file names the exporter tells a language by

@@ -171,6 +171,35 @@ func TestPathsMapConsistentlyAndStayDistinct(t *testing.T) {
 	}
 }
 
+// TestWindowsPathsMapCaseInsensitively: Claude Code writes one Windows
+// working dir as S:\repo and s:\repo, and the exporter reads both as one
+// project; the copy must too, and its project folder must stay the
+// cwd's encoding.
+func TestWindowsPathsMapCaseInsensitively(t *testing.T) {
+	a := New([]byte("k"))
+	upper := decoded(t, anonymizeLine(a, `{"cwd":"S:\\01_Repos\\BeFirst_Docs"}`), "cwd").(string)
+	lower := decoded(t, anonymizeLine(a, `{"cwd":"s:\\01_repos\\BeFirst_Docs"}`), "cwd").(string)
+	other := decoded(t, anonymizeLine(a, `{"cwd":"T:\\01_Repos\\BeFirst_Docs"}`), "cwd").(string)
+	if !strings.EqualFold(upper, lower) || upper == lower {
+		t.Errorf("S: and s: spellings map to %q and %q, want one dir in two cases", upper, lower)
+	}
+	if upper[0] < 'A' || upper[0] > 'Z' || upper[1] != ':' || lower[0] < 'a' || lower[0] > 'z' {
+		t.Errorf("drive letters map to %q and %q, want letters of the same case", upper[:2], lower[:2])
+	}
+	if strings.EqualFold(upper, other) {
+		t.Errorf("drives S: and T: map to one %q", upper)
+	}
+	if strings.Contains(upper, "Repos") || strings.Contains(upper, "BeFirst") {
+		t.Errorf("personal text survived: %q", upper)
+	}
+	dir := []byte("S--01-Repos-BeFirst-Docs")
+	a.fillPath(dir)
+	want := strings.NewReplacer(":", "-", "\\", "-", "_", "-").Replace(upper)
+	if !strings.EqualFold(string(dir), want) {
+		t.Errorf("folder maps to %s, want %s (its cwd's encoding, any case)", dir, want)
+	}
+}
+
 func TestDefectsStayDefectsWithoutPersonalBytes(t *testing.T) {
 	cases := []struct {
 		name, line string
