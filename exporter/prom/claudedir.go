@@ -10,11 +10,13 @@ import (
 
 // ClaudeDir holds the metrics of the Claude dir's files beside the
 // transcripts: gauges of what it holds now (tasks, todos, running
-// sessions, jobs) and counters of prompt history. Safe for concurrent use.
+// sessions, jobs) and counters of prompt history. It is the
+// claudedir.Observer, as Metrics is the transcripts' metrics.Observer.
+// Safe for concurrent use.
 type ClaudeDir struct {
-	Prompts       *prometheus.CounterVec
-	SlashCommands *prometheus.CounterVec
-	Errors        *prometheus.CounterVec
+	prompts       *prometheus.CounterVec
+	slashCommands *prometheus.CounterVec
+	errors        *prometheus.CounterVec
 
 	tasks, todos, live, stale, jobs *prometheus.Desc
 
@@ -25,13 +27,13 @@ type ClaudeDir struct {
 // NewClaudeDir creates the Claude dir metrics and registers them on reg.
 func NewClaudeDir(reg prometheus.Registerer) *ClaudeDir {
 	c := &ClaudeDir{
-		Prompts: prometheus.NewCounterVec(prometheus.CounterOpts{Name: name("prompts_total"),
+		prompts: prometheus.NewCounterVec(prometheus.CounterOpts{Name: name("prompts_total"),
 			Help: "Prompts the user typed (history.jsonl and per-project .history.jsonl lines that are not slash commands), by project. Never their text."},
 			[]string{"project"}),
-		SlashCommands: prometheus.NewCounterVec(prometheus.CounterOpts{Name: name("slash_commands_total"),
+		slashCommands: prometheus.NewCounterVec(prometheus.CounterOpts{Name: name("slash_commands_total"),
 			Help: "Slash commands the user typed (prompt history), by command: a built-in command's name, or other for custom, plugin and unknown commands."},
 			[]string{"command"}),
-		Errors: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: Namespace, Subsystem: "exporter", Name: "claude_dir_errors_total",
+		errors: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: Namespace, Subsystem: "exporter", Name: "claude_dir_errors_total",
 			Help: "Claude dir files (task, todos, live_session, job_state, job_timeline) and history lines skipped, by file kind and reason (malformed, shape, too_large, too_long, not_regular, unreadable). A file counts once per change."},
 			[]string{"file", "reason"}),
 		tasks: prometheus.NewDesc(name("tasks"),
@@ -48,15 +50,33 @@ func NewClaudeDir(reg prometheus.Registerer) *ClaudeDir {
 			[]string{"state"}, nil),
 		inv: claudedir.NewInventory(),
 	}
-	reg.MustRegister(c.Prompts, c.SlashCommands, c.Errors, c)
+	reg.MustRegister(c.prompts, c.slashCommands, c.errors, c)
 	return c
 }
 
-// Set replaces the gauges' values.
-func (c *ClaudeDir) Set(inv claudedir.Inventory) {
+var _ claudedir.Observer = (*ClaudeDir)(nil)
+
+// SetInventory implements claudedir.Observer: it replaces the gauges'
+// values.
+func (c *ClaudeDir) SetInventory(inv claudedir.Inventory) {
 	c.mu.Lock()
 	c.inv = inv
 	c.mu.Unlock()
+}
+
+// AddPrompts implements claudedir.Observer.
+func (c *ClaudeDir) AddPrompts(project string, n int64) {
+	c.prompts.WithLabelValues(project).Add(float64(n))
+}
+
+// AddSlashCommands implements claudedir.Observer.
+func (c *ClaudeDir) AddSlashCommands(command string, n int64) {
+	c.slashCommands.WithLabelValues(command).Add(float64(n))
+}
+
+// AddFileErrors implements claudedir.Observer.
+func (c *ClaudeDir) AddFileErrors(file, reason string, n int64) {
+	c.errors.WithLabelValues(file, reason).Add(float64(n))
 }
 
 // Describe implements prometheus.Collector.

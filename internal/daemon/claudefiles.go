@@ -7,6 +7,7 @@ import (
 
 	"github.com/claude-transcript-exporter/claude-transcript-exporter/exporter/prom"
 	"github.com/claude-transcript-exporter/claude-transcript-exporter/internal/claudefiles"
+	"github.com/claude-transcript-exporter/claude-transcript-exporter/mapping/claudedir"
 	"github.com/claude-transcript-exporter/claude-transcript-exporter/mapping/metrics"
 )
 
@@ -16,7 +17,7 @@ import (
 // mapper's project labels are shared with the transcripts' metrics.
 type filesStage struct {
 	rd     *claudefiles.Reader
-	m      *prom.ClaudeDir
+	obs    claudedir.Observer
 	mapper *metrics.Mapper
 	every  time.Duration
 	next   time.Time
@@ -30,7 +31,7 @@ func newFilesStage(cfg *Config, reg prometheus.Registerer, mapper *metrics.Mappe
 	return &filesStage{
 		rd: claudefiles.New(claudefiles.Config{Roots: cfg.ClaudeDirs, MaxLineBytes: cfg.MaxLineBytes,
 			Alive: alive}),
-		m:      prom.NewClaudeDir(reg),
+		obs:    prom.NewClaudeDir(reg),
 		mapper: mapper,
 		every:  cfg.FilesInterval,
 	}
@@ -45,15 +46,15 @@ func (s *filesStage) refresh(now time.Time, final bool) {
 	}
 	s.next = now.Add(s.every)
 	inv, d := s.rd.Refresh(final)
-	s.m.Set(inv)
+	s.obs.SetInventory(inv)
 	for k, n := range d.Prompts {
 		if k.Command != "" {
-			s.m.SlashCommands.WithLabelValues(k.Command).Add(float64(n))
+			s.obs.AddSlashCommands(k.Command, n)
 		} else {
-			s.m.Prompts.WithLabelValues(s.mapper.Project(k.Project)).Add(float64(n))
+			s.obs.AddPrompts(s.mapper.Project(k.Project), n)
 		}
 	}
 	for k, n := range d.Errors {
-		s.m.Errors.WithLabelValues(k.File, k.Reason).Add(float64(n))
+		s.obs.AddFileErrors(k.File, k.Reason, n)
 	}
 }

@@ -17,6 +17,22 @@ import (
 	"time"
 )
 
+// Observer takes what the Claude dir's files say, as metrics.Observer
+// takes what the transcripts say: the exporter's Prometheus collector
+// (exporter/prom.ClaudeDir) implements it.
+type Observer interface {
+	// SetInventory replaces what the dir holds now (tasks, todos,
+	// running sessions, jobs).
+	SetInventory(inv Inventory)
+	// AddPrompts counts prompts typed in a project (its label);
+	// AddSlashCommands slash commands by name (a built-in's, or other).
+	AddPrompts(project string, n int64)
+	AddSlashCommands(command string, n int64)
+	// AddFileErrors counts files and history lines skipped, by file kind
+	// and reason.
+	AddFileErrors(file, reason string, n int64)
+}
+
 // Errors name why a file or line was skipped (the reason label of
 // claude_dir_errors_total).
 var (
