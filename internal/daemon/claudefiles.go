@@ -1,6 +1,10 @@
 package daemon
 
 import (
+	"cmp"
+	"maps"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -47,8 +51,14 @@ func (s *filesStage) refresh(now time.Time, final bool) {
 	s.next = now.Add(s.every)
 	inv, d := s.rd.Refresh(final)
 	s.obs.SetInventory(inv)
-	for k, n := range d.Prompts {
-		if k.Command != "" {
+	// In a fixed order: a working dir first met here is given its
+	// project label now, and which of two dirs of one basename keeps the
+	// plain label must not depend on a map's order.
+	keys := slices.SortedFunc(maps.Keys(d.Prompts), func(a, b claudefiles.PromptKey) int {
+		return cmp.Or(strings.Compare(a.Project, b.Project), strings.Compare(a.Command, b.Command))
+	})
+	for _, k := range keys {
+		if n := d.Prompts[k]; k.Command != "" {
 			s.obs.AddSlashCommands(k.Command, n)
 		} else {
 			s.obs.AddPrompts(s.mapper.Project(k.Project), n)
