@@ -47,7 +47,7 @@ func run(args []string) int {
 	defaults := daemon.DefaultClaudeDirs(os.Getenv, home)
 
 	app := kingpin.New(name, "Prometheus metrics and OpenTelemetry traces from Claude Code transcripts (read-only). "+
-		"Serves http://127.0.0.1:9812/metrics; every metric is described in docs/metrics.md. "+
+		"Serves http://"+daemon.DefaultListenAddress+"/metrics; every metric is described in docs/metrics.md. "+
 		"Health: claude_transcript_exporter_unknown_records_total{type} and unknown_fields_total count transcript record types and fields "+
 		"this version does not know (read and skipped, no count is lost); they stay near 0 until Claude Code adds new ones.")
 	app.Version(version.Print(name))

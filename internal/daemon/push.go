@@ -35,7 +35,6 @@ type PushConfig struct {
 // Environment variables of the metrics push.
 const (
 	envMetricsEndpoint = "OTEL_EXPORTER_OTLP_METRICS_ENDPOINT"
-	envMetricsHeaders  = "OTEL_EXPORTER_OTLP_METRICS_HEADERS"
 	envMetricsExporter = "OTEL_METRICS_EXPORTER"
 	envExportInterval  = "OTEL_METRIC_EXPORT_INTERVAL"
 )

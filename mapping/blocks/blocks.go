@@ -149,9 +149,6 @@ func NewTracker(bounds []float64, maxBuckets int) *Tracker {
 		hist: Histogram{Counts: make([]uint64, len(bounds)+1)}}
 }
 
-// Bounds are the histogram's upper bounds.
-func (t *Tracker) Bounds() []float64 { return t.bounds }
-
 // hourOf is the bucket of a time: the hour K with ms in (K-1h, K].
 func hourOf(ms int64) int64 { return (ms + hourMs - 1) / hourMs }
 

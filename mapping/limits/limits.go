@@ -48,10 +48,6 @@ const (
 	Unknown      = "unknown"
 )
 
-// Windows lists the fixed windows (model-specific weekly windows,
-// weekly_<model>, come in addition).
-func Windows() []string { return []string{Session, Weekly, MonthlySpend, Unknown} }
-
 // Notice is what a limit notice says.
 type Notice struct {
 	// Window is the limit hit: Session, Weekly, weekly_<model> (opus,

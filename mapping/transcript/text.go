@@ -111,9 +111,9 @@ func appendUnescaped(dst, raw []byte, max int) []byte {
 		}
 		c := raw[i]
 		if c != '\\' {
-			j := i + 1
-			for j < len(raw) && raw[j] != '\\' {
-				j++
+			j := len(raw)
+			if k := bytes.IndexByte(raw[i+1:], '\\'); k >= 0 {
+				j = i + 1 + k
 			}
 			chunk := raw[i:j]
 			if max >= 0 && len(dst)-start+len(chunk) > max {
