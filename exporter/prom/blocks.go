@@ -111,27 +111,22 @@ func (m *Metrics) BlocksReady() {
 // ActiveBlockTokens returns the total tokens (all types) of the block
 // active at now; ok is false when none is.
 func (m *Metrics) ActiveBlockTokens(now time.Time) (tokens int64, ok bool) {
-	p := m.plan
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	s := p.tracker.Summary(now)
-	if s.Active == nil {
-		return 0, false
-	}
-	return s.Active.Tokens.Total(), true
+	b, ok := m.activeBlock(now)
+	return b.Tokens.Total(), ok
 }
 
 // ActiveBlockEnd is when the active five-hour block ends (ok false when
 // none is active), for the plan usage poller's alignment check.
 func (m *Metrics) ActiveBlockEnd(now time.Time) (end time.Time, ok bool) {
+	b, ok := m.activeBlock(now)
+	return b.End, ok
+}
+
+func (m *Metrics) activeBlock(now time.Time) (blocks.Block, bool) {
 	p := m.plan
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	s := p.tracker.Summary(now)
-	if s.Active == nil {
-		return time.Time{}, false
-	}
-	return s.Active.End, true
+	return p.tracker.Active(now)
 }
 
 // BlocksState returns the plan-limit state.
@@ -176,10 +171,12 @@ func (c planCollector) Collect(ch chan<- prometheus.Metric) {
 	p, now := c.m.plan, c.m.now()
 	g, ctr := prometheus.GaugeValue, prometheus.CounterValue
 	p.mu.Lock()
+	var s blocks.Summary
 	if p.settle {
-		p.tracker.Settle(now)
+		s = p.tracker.SettleAndSummarize(now)
+	} else {
+		s = p.tracker.Summary(now)
 	}
-	s := p.tracker.Summary(now)
 	late := p.tracker.Late()
 	type hit struct {
 		window string

@@ -275,8 +275,17 @@ type Summary struct {
 }
 
 // Summary computes the blocks as they stand at now.
-func (t *Tracker) Summary(now time.Time) Summary {
+func (t *Tracker) Summary(now time.Time) Summary { return t.summary(t.Blocks(), now) }
+
+// SettleAndSummarize is Settle then Summary at now (what a scrape shows),
+// with the blocks computed once.
+func (t *Tracker) SettleAndSummarize(now time.Time) Summary {
 	bs := t.Blocks()
+	t.settle(bs, now)
+	return t.summary(bs, now)
+}
+
+func (t *Tracker) summary(bs []Block, now time.Time) Summary {
 	s := Summary{Started: t.folded + int64(len(bs)), Finished: t.hist.clone(), Blocks: bs}
 	if n := len(bs); n > 0 && bs[n-1].Active(now) {
 		s.Active = &bs[n-1]
@@ -284,10 +293,21 @@ func (t *Tracker) Summary(now time.Time) Summary {
 	return s
 }
 
+// Active returns the block active at now, without the histogram's copy
+// Summary makes.
+func (t *Tracker) Active(now time.Time) (Block, bool) {
+	bs := t.Blocks()
+	if n := len(bs); n > 0 && bs[n-1].Active(now) {
+		return bs[n-1], true
+	}
+	return Block{}, false
+}
+
 // Settle observes in the histogram every block finished at now (not the
 // active one) that started after the last block observed.
-func (t *Tracker) Settle(now time.Time) {
-	bs := t.Blocks()
+func (t *Tracker) Settle(now time.Time) { t.settle(t.Blocks(), now) }
+
+func (t *Tracker) settle(bs []Block, now time.Time) {
 	for i := range bs {
 		b := &bs[i]
 		if i == len(bs)-1 && b.Active(now) {
