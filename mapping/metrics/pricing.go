@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/claude-transcript-exporter/claude-transcript-exporter/mapping/session"
 )
@@ -318,7 +319,9 @@ func (r fileRates) rates() (Rates, error) {
 // and a -YYYYMMDD date removed.
 func NormalizeModel(model string) string {
 	m := strings.ToLower(strings.TrimSpace(model))
-	m = strings.Join(strings.Fields(m), "-")
+	if strings.IndexFunc(m, unicode.IsSpace) >= 0 {
+		m = strings.Join(strings.Fields(m), "-")
+	}
 	if i := strings.LastIndex(m, "/"); i >= 0 {
 		m = m[i+1:]
 	}
@@ -356,11 +359,11 @@ func allDigits(s string) bool {
 // model returns a model's prices: from this table, else from its
 // fallback (a LiteLLM table under the embedded one), else nil.
 func (p *Prices) model(model string) *Model {
-	if m := p.own(NormalizeModel(model)); m != nil {
-		return m
-	}
-	if p.Fallback != nil {
-		return p.Fallback.model(model)
+	m := NormalizeModel(model)
+	for t := p; t != nil; t = t.Fallback {
+		if pm := t.own(m); pm != nil {
+			return pm
+		}
 	}
 	return nil
 }
@@ -428,6 +431,11 @@ func (p *Prices) RequestCost(model string, t time.Time, tok session.Tokens, mod 
 	if m == nil {
 		return 0, false
 	}
+	return m.cost(t, tok, mod), true
+}
+
+// cost is RequestCost for the model's own prices.
+func (m *Model) cost(t time.Time, tok session.Tokens, mod Modifiers) float64 {
 	pr := m.row(t)
 	rates := pr.Rates
 	if pr.Long != nil && tok.InputTotal() > pr.Long.Over {
@@ -440,17 +448,16 @@ func (p *Prices) RequestCost(model string, t time.Time, tok session.Tokens, mod 
 	if mod.Geo == "us" && m.GeoUS > 0 {
 		mult *= m.GeoUS
 	}
-	return mult*rates.cost(tok) + float64(tok.WebSearch)*WebSearchUSD, true
+	return mult*rates.cost(tok) + float64(tok.WebSearch)*WebSearchUSD
 }
 
 // UpdateCost is what a request's growth from before by delta adds to its
 // cost: the whole request priced after, less before (a tier crossed by
 // the growth reprices all its tokens).
 func (p *Prices) UpdateCost(model string, t time.Time, before, delta session.Tokens, mod Modifiers) (float64, bool) {
-	after, ok := p.RequestCost(model, t, before.Add(delta), mod)
-	if !ok {
+	m := p.model(model)
+	if m == nil {
 		return 0, false
 	}
-	was, _ := p.RequestCost(model, t, before, mod)
-	return max(after-was, 0), true
+	return max(m.cost(t, before.Add(delta), mod)-m.cost(t, before, mod), 0), true
 }
