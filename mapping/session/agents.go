@@ -83,14 +83,29 @@ func (a *Assembler) rank(w Where) int {
 	return 1
 }
 
-// isFork says an agent id is one of the forks Claude Code runs for itself.
-func isFork(agentID string) bool {
-	for _, p := range [...]string{"acompact-", "aside_question-", "aprompt_suggestion-"} {
-		if strings.HasPrefix(agentID, p) {
-			return true
+// forks are the forks of a session Claude Code runs for itself, told by
+// their agent id's prefix: who spends their tokens, and the agent type
+// they are known by (none: what their .meta.json or call says).
+var forks = [...]struct{ prefix, spender, agentType string }{
+	{"acompact-", SpenderCompaction, "compact"},            // compaction
+	{"aside_question-", SpenderInternal, "aside_question"}, // a /btw side question
+	{"aprompt_suggestion-", SpenderInternal, ""},           // the next prompt's suggestion
+}
+
+// forkOf returns the fork an agent id names, if it names one.
+func forkOf(agentID string) (spender, agentType string, ok bool) {
+	for _, f := range forks {
+		if strings.HasPrefix(agentID, f.prefix) {
+			return f.spender, f.agentType, true
 		}
 	}
-	return false
+	return "", "", false
+}
+
+// isFork says an agent id is one of the forks Claude Code runs for itself.
+func isFork(agentID string) bool {
+	_, _, ok := forkOf(agentID)
+	return ok
 }
 
 // DefaultSubagentType is the type Claude Code runs a Task/Agent call
@@ -162,12 +177,8 @@ func (a *Assembler) agentType(ag *agentState) string {
 			typ = t.call.SubagentType
 		}
 	}
-	if typ == "" && strings.HasPrefix(ag.id, "acompact-") {
-		// Claude Code runs compaction as a subagent with this id prefix.
-		typ = "compact"
-	}
-	if typ == "" && strings.HasPrefix(ag.id, "aside_question-") {
-		typ = "aside_question" // a /btw side question, a fork of the session
+	if typ == "" {
+		_, typ, _ = forkOf(ag.id)
 	}
 	if typ == "" {
 		typ = "unknown"
@@ -182,11 +193,8 @@ func (a *Assembler) spender(w Where) string {
 	if w.AgentID == "" {
 		return SpenderMain
 	}
-	switch {
-	case strings.HasPrefix(w.AgentID, "acompact-"):
-		return SpenderCompaction
-	case strings.HasPrefix(w.AgentID, "aprompt_suggestion-"), strings.HasPrefix(w.AgentID, "aside_question-"):
-		return SpenderInternal
+	if spender, _, ok := forkOf(w.AgentID); ok {
+		return spender
 	}
 	ag := a.agents[w.AgentID]
 	if ag == nil {
