@@ -17,7 +17,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/claude-transcript-exporter/claude-transcript-exporter/internal/testbackend"
+	"github.com/claude-transcript-exporter/claude-transcript-exporter/internal/testonly/testbackend"
 )
 
 // TestFIFOAtATranscriptPathNeverHangsTheDaemon replaces a transcript by a
