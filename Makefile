@@ -59,7 +59,7 @@ FUZZ_TARGETS := \
 	FuzzPipeline:./internal/daemon \
 	FuzzTail:./internal/tail \
 	FuzzParse:./mapping/claudedir \
-	FuzzShellRulesAgree:./internal/indepcount \
+	FuzzShellRulesAgree:./internal/testonly/indepcount \
 	FuzzAnswers:./mapping/planusage \
 	FuzzParseNeverFails:./mapping/limits
 

@@ -350,7 +350,7 @@ if has_step exact; then
 		fi
 		v_copies=$(sed -n 's/^verdict copies=//p' "$OUT/exact-${size}m.txt")
 		v_indep=$(sed -n 's/^verdict indep=//p' "$OUT/exact-${size}m.txt")
-		[ -z "$v_indep" ] || target "$v_indep" "one-shot counters on ${size}m exactly equal to the independent count (internal/indepcount)"
+		[ -z "$v_indep" ] || target "$v_indep" "one-shot counters on ${size}m exactly equal to the independent count (internal/testonly/indepcount)"
 		[ "$size" != 1024 ] || target "${v_copies:-FAIL}" "one-shot counters on ${size}m exactly equal to copies x source trees (amplify's expectation)"
 	done
 	say

@@ -17,6 +17,6 @@
 // structurally. A missing tool fails the test with an install hint; nothing
 // is skipped.
 //
-// Import rule: tests only; they may import internal/testbackend and nothing
+// Import rule: tests only; they may import internal/testonly/testbackend and nothing
 // of the exporter itself (the exporter is exercised as a built binary).
 package deploy

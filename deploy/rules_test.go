@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/claude-transcript-exporter/claude-transcript-exporter/internal/testbackend"
+	"github.com/claude-transcript-exporter/claude-transcript-exporter/internal/testonly/testbackend"
 )
 
 // Rule files and their promtool unit tests (repository-relative globs).

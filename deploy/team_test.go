@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/claude-transcript-exporter/claude-transcript-exporter/internal/testbackend"
+	"github.com/claude-transcript-exporter/claude-transcript-exporter/internal/testonly/testbackend"
 )
 
 // TestTeamCollectorConfigValidates runs `otelcol-custom validate` on the

@@ -14,7 +14,7 @@ import (
 
 	"github.com/compose-spec/compose-go/v2/types"
 
-	"github.com/claude-transcript-exporter/claude-transcript-exporter/internal/testbackend"
+	"github.com/claude-transcript-exporter/claude-transcript-exporter/internal/testonly/testbackend"
 )
 
 const thanosCompose = "deploy/team/thanos/docker-compose.yml"

@@ -161,8 +161,8 @@ func importViolations(pkg, imp string) string {
 	if isLocal && local == "internal/daemon" && !under(pkg, "cmd") {
 		return "only cmd/ imports internal/daemon"
 	}
-	if isLocal && (local == "internal/testbackend" || local == "internal/indepcount") && !under(pkg, "bench") && !under(pkg, "internal/testbackend") && !under(pkg, "internal/indepcount") {
-		return local + " is imported only by tests and bench/"
+	if isLocal && under(local, "internal/testonly") && !under(pkg, "bench") && !under(pkg, "internal/testonly") {
+		return local + " is test only: imported only by tests, bench/ and internal/testonly/*"
 	}
 	return ""
 }
@@ -187,8 +187,12 @@ func TestImportRulesCatchViolations(t *testing.T) {
 		{"exporter/otlp", module + "/internal/daemon", true},
 		{"internal/claudefiles", module + "/internal/daemon", true},
 		{"cmd/claude-transcript-exporter", module + "/internal/daemon", false},
-		{"internal/daemon", module + "/internal/testbackend", true},
-		{"bench/exactcheck", module + "/internal/indepcount", false},
+		{"internal/daemon", module + "/internal/testonly/testbackend", true},
+		{"internal/claudefiles", module + "/internal/testonly/indepcount", true},
+		{"cmd/claude-transcript-exporter", module + "/internal/testonly/testbackend", true},
+		{"mapping/transcript", module + "/internal/testonly/indepcount", true},
+		{"bench/exactcheck", module + "/internal/testonly/indepcount", false},
+		{"internal/testonly/indepcount", module + "/internal/testonly/testbackend", false},
 	} {
 		if got := importViolations(tc.pkg, tc.imp) != ""; got != tc.bad {
 			t.Errorf("%s importing %s: violation %v, want %v", tc.pkg, tc.imp, got, tc.bad)

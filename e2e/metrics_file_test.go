@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/claude-transcript-exporter/claude-transcript-exporter/internal/testbackend"
+	"github.com/claude-transcript-exporter/claude-transcript-exporter/internal/testonly/testbackend"
 )
 
 // runOneshotMetricsFile runs a oneshot over one corpus tree writing the

@@ -11,8 +11,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/claude-transcript-exporter/claude-transcript-exporter/internal/indepcount"
-	"github.com/claude-transcript-exporter/claude-transcript-exporter/internal/testbackend"
+	"github.com/claude-transcript-exporter/claude-transcript-exporter/internal/testonly/indepcount"
+	"github.com/claude-transcript-exporter/claude-transcript-exporter/internal/testonly/testbackend"
 	"github.com/claude-transcript-exporter/claude-transcript-exporter/mapping/metrics"
 )
 
@@ -49,7 +49,7 @@ func TestOneshotMatchesGoldens(t *testing.T) {
 
 // TestOneshotCountersEqualIndependentCount is the exactness proof: on
 // every real tree, what the binary prints equals what a deliberately plain
-// reader (internal/indepcount) counts. A difference is a bug, never a
+// reader (internal/testonly/indepcount) counts. A difference is a bug, never a
 // golden to update.
 func TestOneshotCountersEqualIndependentCount(t *testing.T) {
 	// The real corpus, and the synthetic trees of cases it does not hold

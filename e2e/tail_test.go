@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/claude-transcript-exporter/claude-transcript-exporter/internal/testbackend"
+	"github.com/claude-transcript-exporter/claude-transcript-exporter/internal/testonly/testbackend"
 )
 
 // seqLine is request n of session s: unique message id, output n+1

@@ -1,7 +1,7 @@
 // Command exactcheck checks the exporter's one-shot counters on an
 // amplified corpus (../shared/tools/amplify) against copies × the counters
 // of a one-shot run on the source trees, and optionally against the
-// independent count (internal/indepcount) of the amplified corpus itself.
+// independent count (internal/testonly/indepcount) of the amplified corpus itself.
 //
 //	exactcheck -copies N -source src.prom -amplified amp.prom [-indep DIR] [-ccusage cc.json]
 //
@@ -25,7 +25,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/claude-transcript-exporter/claude-transcript-exporter/internal/indepcount"
+	"github.com/claude-transcript-exporter/claude-transcript-exporter/internal/testonly/indepcount"
 )
 
 const ns = "claude_transcript_"

@@ -8,7 +8,7 @@
 // samples.
 //
 // It is a test so that it can start the real backends through
-// internal/testbackend; run without flags (as part of go test) it is a
+// internal/testonly/testbackend; run without flags (as part of go test) it is a
 // short run with 200 machines whose checks still hold: every machine's
 // series reach query and nothing is refused.
 package teamload
@@ -44,7 +44,7 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
-	"github.com/claude-transcript-exporter/claude-transcript-exporter/internal/testbackend"
+	"github.com/claude-transcript-exporter/claude-transcript-exporter/internal/testonly/testbackend"
 )
 
 var (

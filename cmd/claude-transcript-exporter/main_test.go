@@ -1,12 +1,16 @@
 package main
 
 import (
+	"os"
+	"regexp"
 	"runtime/debug"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/prometheus/common/version"
+
+	"github.com/claude-transcript-exporter/claude-transcript-exporter/internal/daemon"
 )
 
 func TestVersionComesFromBuildInfoWhenLdflagsAreEmpty(t *testing.T) {
@@ -72,6 +76,67 @@ func TestOneshotNamesTheFlagsItDoesNotUse(t *testing.T) {
 	} {
 		if got := strings.Join(oneshotIgnores(tc.set), " "); got != tc.want {
 			t.Errorf("%v: %q, want %q", tc.set, got, tc.want)
+		}
+	}
+}
+
+// theirHelp are the flags whose help texts come from exporter-toolkit and
+// promslog, not from this command.
+var theirHelp = map[string]bool{"help": true, "version": true, "web.listen-address": true, "web.config.file": true,
+	"web.systemd-socket": true, "log.level": true, "log.format": true}
+
+// maxHelp is the longest help text of a flag of ours: about two lines of
+// --help; the rest belongs in docs/configuration.md.
+const maxHelp = 80
+
+func TestHelpGivesEachFlagAShortLine(t *testing.T) {
+	cfg := daemon.NewConfig()
+	app, _ := newApp(&cfg, "/home/u", []string{"/home/u/.claude"})
+	n := 0
+	for _, f := range app.Model().Flags {
+		if f.Hidden || theirHelp[f.Name] {
+			continue
+		}
+		n++
+		if len(f.Help) > maxHelp {
+			t.Errorf("--%s: help of %d characters, over %d: move the detail to docs/configuration.md", f.Name, len(f.Help), maxHelp)
+		}
+		if f.Help == "" {
+			t.Errorf("--%s has no help", f.Name)
+		}
+	}
+	if n < 40 {
+		t.Fatalf("only %d flags of ours found", n)
+	}
+}
+
+// flagRow is a flag's row in the tables of docs/configuration.md.
+var flagRow = regexp.MustCompile("(?m)^\\| `--([a-z][a-z0-9.-]*)` \\|")
+
+func TestEveryFlagHasItsRowInTheConfigurationDoc(t *testing.T) {
+	doc, err := os.ReadFile("../../docs/configuration.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := map[string]int{}
+	for _, m := range flagRow.FindAllStringSubmatch(string(doc), -1) {
+		rows[m[1]]++
+	}
+	cfg := daemon.NewConfig()
+	app, _ := newApp(&cfg, "/home/u", []string{"/home/u/.claude"})
+	flags := map[string]bool{}
+	for _, f := range app.Model().Flags {
+		if f.Hidden || f.Name == "help" || f.Name == "version" {
+			continue
+		}
+		flags[f.Name] = true
+		if rows[f.Name] != 1 {
+			t.Errorf("--%s has %d rows in docs/configuration.md, want 1", f.Name, rows[f.Name])
+		}
+	}
+	for name := range rows {
+		if !flags[name] {
+			t.Errorf("docs/configuration.md documents --%s, which the exporter does not have", name)
 		}
 	}
 }

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/claude-transcript-exporter/claude-transcript-exporter/exporter/otlp"
-	"github.com/claude-transcript-exporter/claude-transcript-exporter/internal/testbackend"
+	"github.com/claude-transcript-exporter/claude-transcript-exporter/internal/testonly/testbackend"
 	"github.com/claude-transcript-exporter/claude-transcript-exporter/mapping/spans"
 )
 

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/claude-transcript-exporter/claude-transcript-exporter/internal/safefile"
+	"github.com/claude-transcript-exporter/claude-transcript-exporter/internal/tail"
 )
 
 // Version is the state file format version. Version 3 adds a SHA-256 of
@@ -44,8 +45,9 @@ const magic = "claude-transcript-exporter state\n"
 // ResetFlag is the flag that discards a state file.
 const ResetFlag = "--state.reset"
 
-// FingerprintBytes is how many leading bytes identify a file.
-const FingerprintBytes = 1024
+// FingerprintBytes is how many leading bytes identify a file
+// (tail.FingerprintBytes: following a file lives in internal/tail).
+const FingerprintBytes = tail.FingerprintBytes
 
 // File is the content of the state file.
 type File struct {
@@ -85,44 +87,17 @@ type Entry struct {
 	Exported int64 `json:"exported"`
 }
 
-// Fingerprint identifies a file by its first bytes: the hex SHA-256 of up
-// to FingerprintBytes bytes, and how many bytes it covers.
-type Fingerprint struct {
-	Sum string
-	Len int
-}
+// Fingerprint identifies a file by its first bytes (tail.Fingerprint).
+type Fingerprint = tail.Fingerprint
 
-// FingerprintOf reads the fingerprint of an open file.
-func FingerprintOf(f io.ReaderAt) (Fingerprint, error) {
-	buf := make([]byte, FingerprintBytes)
-	n, err := f.ReadAt(buf, 0)
-	if err != nil && !errors.Is(err, io.EOF) {
-		return Fingerprint{}, fmt.Errorf("fingerprint: %w", err)
-	}
-	return fingerprintBytes(buf[:n]), nil
-}
-
-func fingerprintBytes(b []byte) Fingerprint {
-	s := sha256.Sum256(b)
-	return Fingerprint{Sum: hex.EncodeToString(s[:]), Len: len(b)}
-}
+// FingerprintOf reads the fingerprint of an open file (tail.FingerprintOf).
+func FingerprintOf(f io.ReaderAt) (Fingerprint, error) { return tail.FingerprintOf(f) }
 
 // SameFile reports whether f is the file a saved entry describes: its
 // first FPLen bytes hash to the saved fingerprint. A file shorter than the
 // saved prefix is not the same file (or was truncated).
 func SameFile(f io.ReaderAt, e Entry) (bool, error) {
-	if e.FPLen == 0 {
-		return true, nil
-	}
-	buf := make([]byte, e.FPLen)
-	n, err := f.ReadAt(buf, 0)
-	if err != nil && !errors.Is(err, io.EOF) {
-		return false, fmt.Errorf("fingerprint: %w", err)
-	}
-	if n < e.FPLen {
-		return false, nil
-	}
-	return fingerprintBytes(buf).Sum == e.Fingerprint, nil
+	return Fingerprint{Sum: e.Fingerprint, Len: e.FPLen}.Matches(f)
 }
 
 // DefaultPath is the state file under $XDG_STATE_HOME, else

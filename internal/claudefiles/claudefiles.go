@@ -14,7 +14,6 @@
 package claudefiles
 
 import (
-	"bufio"
 	"bytes"
 	"errors"
 	"io"
@@ -25,6 +24,7 @@ import (
 	"time"
 
 	"github.com/claude-transcript-exporter/claude-transcript-exporter/internal/safefile"
+	"github.com/claude-transcript-exporter/claude-transcript-exporter/internal/tail"
 	"github.com/claude-transcript-exporter/claude-transcript-exporter/mapping/claudedir"
 )
 
@@ -90,6 +90,7 @@ type Reader struct {
 	// refresh takes the state from state.json instead).
 	timelineErred map[string]map[ErrorKey]int64
 	limits        map[string]map[string]struct{}
+	lines         *tail.Reader // reads the history files
 }
 
 // New returns a Reader.
@@ -102,7 +103,10 @@ func New(cfg Config) *Reader {
 	}
 	return &Reader{cfg: cfg, json: map[string]*jsonFile{}, hist: map[string]*histFile{},
 		timelineErred: map[string]map[ErrorKey]int64{},
-		limits:        map[string]map[string]struct{}{}}
+		limits:        map[string]map[string]struct{}{},
+		// One byte over the cap: a line's '\r' before its '\n' is not
+		// its content (see histFile.readFrom).
+		lines: tail.NewReader(64<<10, cfg.MaxLineBytes+1)}
 }
 
 // version identifies one content of a file for the memo.
@@ -412,7 +416,7 @@ func (r *Reader) lastEvent(path string, b []byte, f *jsonFile, d *Delta) error {
 type histFile struct {
 	v      version
 	offset int64
-	head   []byte // the file's first bytes, up to 1 KiB: its identity
+	fp     tail.Fingerprint // the file's first bytes, up to 1 KiB: its identity
 	// counts are those of the content read since the file was last
 	// (re)read from its start; counted are the most the counters ever
 	// took from this file, per key. A counter gains only what counts
@@ -423,8 +427,6 @@ type histFile struct {
 	counted map[PromptKey]int64
 	erred   map[ErrorKey]int64
 }
-
-const headBytes = 1024
 
 func newHistFile() *histFile {
 	return &histFile{counts: map[PromptKey]int64{}, errs: map[ErrorKey]int64{},
@@ -454,22 +456,24 @@ func (r *Reader) history(path string, d *Delta, final bool) {
 	if h != nil && h.v == v && !final {
 		return
 	}
-	head := make([]byte, min(headBytes, fi.Size()))
-	if _, err := io.ReadFull(f, head); err != nil {
+	// The identity of the file as it was stat'ed: its first bytes up to
+	// the size read.
+	fp, err := tail.FingerprintOf(io.NewSectionReader(f, 0, fi.Size()))
+	if err != nil || int64(fp.Len) != min(tail.FingerprintBytes, fi.Size()) {
 		return // changed under us: the next refresh reads it
 	}
 	if h == nil {
 		h = newHistFile()
 		r.hist[path] = h
 	}
-	if h.offset > 0 && (fi.Size() < h.offset || !bytes.HasPrefix(head, h.head) || !endsLine(f, h.offset)) {
+	if h.offset > 0 && (fi.Size() < h.offset || !sameFile(f, h.fp, h.offset)) {
 		// Cut, rewritten, or not the file whose lines ended at the
 		// offset: read it again from the start.
 		h.offset = 0
 		h.counts, h.errs = map[PromptKey]int64{}, map[ErrorKey]int64{}
 	}
-	h.readFrom(f, fi.Size(), r.cfg.MaxLineBytes, final)
-	h.v, h.head = v, head
+	h.readFrom(r.lines, f, fi.Size(), r.cfg.MaxLineBytes, final)
+	h.v, h.fp = v, fp
 	for k, n := range h.counts {
 		if n > h.counted[k] {
 			addPrompt(d, k, n-h.counted[k])
@@ -484,69 +488,43 @@ func (r *Reader) history(path string, d *Delta, final bool) {
 	}
 }
 
-// endsLine reports whether the byte before off is a newline: the offset
-// still starts a line of this file.
-func endsLine(f *os.File, off int64) bool {
-	var b [1]byte
-	n, err := f.ReadAt(b[:], off-1)
-	_, _ = n, err // a short read leaves b[0] zero: not a newline
-	return b[0] == '\n'
+// sameFile reports whether f is still the file whose lines ended at off:
+// its first bytes are those fp was taken of, and off ends a line. A check
+// that cannot be made says no: the file is read again from its start.
+func sameFile(f *os.File, fp tail.Fingerprint, off int64) bool {
+	same, err := fp.Matches(f)
+	if err != nil || !same {
+		return false
+	}
+	ends, err := tail.EndsLine(f, off)
+	return err == nil && ends
 }
 
 // readFrom reads the complete lines between the offset and size (and,
-// when final, a last line without its newline) into the counts.
-func (h *histFile) readFrom(f *os.File, size int64, maxLine int, final bool) {
+// when final, a last line without its newline) into the counts. A line's
+// '\r' before its '\n' is dropped before the cap applies (lines reaches one
+// byte further for it); a blank line counts nothing.
+func (h *histFile) readFrom(lines *tail.Reader, f *os.File, size int64, maxLine int, final bool) {
 	if size <= h.offset {
 		return
 	}
-	br := bufio.NewReaderSize(io.NewSectionReader(f, h.offset, size-h.offset), 64<<10)
-	pos := h.offset
-	var (
-		long      []byte // the start of a line longer than the buffer
-		tooLong   bool
-		lineBytes int64
-	)
-	for {
-		chunk, err := br.ReadSlice('\n')
-		if errors.Is(err, bufio.ErrBufferFull) {
-			lineBytes += int64(len(chunk))
-			if !tooLong {
-				if long = append(long, chunk...); len(long) > maxLine+2 {
-					tooLong, long = true, nil
+	// A read error stops at the last whole line: the next refresh reads on.
+	h.offset, _ = lines.ReadFrom(f, h.offset, tail.ReadOptions{Limit: size, AtEOF: final},
+		func(line []byte, _ int64, st tail.LineStatus) error {
+			line = bytes.TrimSuffix(line, []byte("\r"))
+			switch {
+			case st == tail.LineTooLong || len(line) > maxLine:
+				h.errs[ErrorKey{KindHistory, "too_long"}]++
+			case len(bytes.TrimSpace(line)) == 0:
+			default:
+				if p, perr := claudedir.ParsePrompt(line); perr != nil {
+					h.errs[ErrorKey{KindHistory, claudedir.Reason(perr)}]++
+				} else {
+					h.counts[PromptKey{Project: p.Project, Command: p.Command}]++
 				}
 			}
-			continue
-		}
-		if err != nil && (!final || !errors.Is(err, io.EOF)) {
-			break // the writer is still on this line (or the read failed): next time
-		}
-		lineBytes += int64(len(chunk))
-		if lineBytes == 0 {
-			break
-		}
-		line := chunk
-		if len(long) > 0 {
-			line = append(long, chunk...)
-		}
-		line = bytes.TrimSuffix(bytes.TrimSuffix(line, []byte("\n")), []byte("\r"))
-		switch {
-		case tooLong || len(line) > maxLine:
-			h.errs[ErrorKey{KindHistory, "too_long"}]++
-		case len(bytes.TrimSpace(line)) == 0:
-		default:
-			if p, perr := claudedir.ParsePrompt(line); perr != nil {
-				h.errs[ErrorKey{KindHistory, claudedir.Reason(perr)}]++
-			} else {
-				h.counts[PromptKey{Project: p.Project, Command: p.Command}]++
-			}
-		}
-		pos += lineBytes
-		long, tooLong, lineBytes = nil, false, 0
-		if err != nil {
-			break
-		}
-	}
-	h.offset = pos
+			return nil
+		})
 }
 
 func addPrompt(d *Delta, k PromptKey, n int64) {

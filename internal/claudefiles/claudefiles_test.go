@@ -665,6 +665,13 @@ func TestRefreshCountsHistoryLinesOnce(t *testing.T) {
 			{name: "first", do: write(h, longPrompt(2000, "/long")+prompt("x", "/p")+longPrompt(70<<10, "/long")+prompt("y", "/q")),
 				delta: Delta{Prompts: map[pk]int64{p: 1, q: 1}, Errors: map[ek]int64{{KindHistory, "too_long"}: 2}}},
 		}},
+		// A line's '\r' before its '\n' is not its content: the cap
+		// applies to what is before it.
+		{name: "a CRLF line at the limit is read, one a byte over is skipped", cfg: Config{MaxLineBytes: 1000}, steps: []step{
+			{name: "first", do: write(h, strings.TrimSuffix(longPrompt(1001, "/crlf"), "\n")+"\r\n"+
+				strings.TrimSuffix(longPrompt(1002, "/over"), "\n")+"\r\n"+prompt("x", "/p")),
+				delta: Delta{Prompts: map[pk]int64{{"/crlf", ""}: 1, p: 1}, Errors: map[ek]int64{{KindHistory, "too_long"}: 1}}},
+		}},
 		{name: "a too long last line without newline counts as too long when final", cfg: Config{MaxLineBytes: 1000}, steps: []step{
 			{name: "first", do: write(h, prompt("x", "/p")+strings.TrimSuffix(longPrompt(70<<10, "/long"), "\n")),
 				delta: Delta{Prompts: map[pk]int64{p: 1}}},

@@ -21,7 +21,7 @@ import (
 
 	"github.com/claude-transcript-exporter/claude-transcript-exporter/exporter/prom"
 	"github.com/claude-transcript-exporter/claude-transcript-exporter/internal/daemon"
-	"github.com/claude-transcript-exporter/claude-transcript-exporter/internal/testbackend"
+	"github.com/claude-transcript-exporter/claude-transcript-exporter/internal/testonly/testbackend"
 )
 
 // CcusageBinEnv names ccusage 20.0.24's binary (npm install --prefix DIR

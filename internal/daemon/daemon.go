@@ -8,7 +8,6 @@ import (
 	"io/fs"
 	"log/slog"
 	"os"
-	"path/filepath"
 	"runtime/debug"
 	"slices"
 	"strconv"
@@ -19,7 +18,6 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
-	"github.com/prometheus/common/expfmt"
 
 	"github.com/claude-transcript-exporter/claude-transcript-exporter/exporter/prom"
 	"github.com/claude-transcript-exporter/claude-transcript-exporter/internal/checkpoint"
@@ -141,75 +139,8 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger, stdout io.Writer)
 	}
 
 	if cfg.Oneshot {
-		// History export: every counter increment with its time.
-		var history *prom.History
-		if cfg.OneshotHistoryFile != "" {
-			history = prom.NewHistory(cfg.OneshotHistoryStep, cfg.OneshotHistoryRecent)
-			usage.RecordHistory(history)
-		}
-		// Metrics push: the same series as the exposition, over OTLP.
-		push, err := newPush(ctx, &cfg, reg, logger.With("component", "push"), os.Getenv)
-		if err != nil {
-			return err
-		}
-		start := now()
-		files, err := scanOnce(&cfg, logger, rd, traces)
-		if err != nil {
-			return err
-		}
-		// What is read is complete: settle it group by group, so that
-		// memory holds one group's open state, not the history's.
-		rd.between = func() { asm.FlushHistory(now()) }
-		rd.readFiles(files, true)
-		if history != nil {
-			// End as the live exporter ends its backfill: a session
-			// still open (a record within --sessions.idle-timeout)
-			// stays open, so the history ends where a live scrape
-			// begins. Its turn counts when it closes, live.
-			asm.FlushRead(now())
-		} else {
-			asm.Flush(now(), true)
-		}
-		claudeFiles.refresh(now(), true)
-		if plan != nil {
-			// One poll, after the read: the block is complete.
-			plan.Poll(ctx)
-		}
-		stats.publish(asm.Stats())
-		self.BackfillDone.Set(1)
-		self.BackfillSeconds.Set(now().Sub(start).Seconds())
-		usage.BlocksReady()
-		logger.Info("read every file", "files", len(files), "lines", rd.linesN, "seconds", now().Sub(start).Seconds())
-		var exportErr error
-		if traces != nil {
-			exportErr = traces.close(ctx, cfg.ShutdownTimeout)
-		}
-		if history != nil {
-			extra := [][2]string{{"instance", cfg.OneshotHistoryInstance}, {"job", cfg.OneshotHistoryJob}}
-			end, cut := now(), false
-			if e := cfg.OneshotHistoryEnd; !e.IsZero() && e.Before(end) {
-				end, cut = e, true
-			}
-			if err := writeOut(cfg.OneshotHistoryFile, func(w io.Writer) error {
-				return history.WriteOpenMetrics(w, usage, end, cut, extra...)
-			}); err != nil {
-				return fmt.Errorf("--oneshot.history-file: %w", err)
-			}
-			logger.Info("wrote the history", "file", cfg.OneshotHistoryFile, "step", cfg.OneshotHistoryStep, "recent", cfg.OneshotHistoryRecent, "end", end)
-		}
-		if cfg.OneshotMetricsFile != "" {
-			if err := writeExpositionFile(cfg.OneshotMetricsFile, reg); err != nil {
-				return fmt.Errorf("--oneshot.metrics-file: %w", err)
-			}
-		} else if err := writeExposition(stdout, reg); err != nil {
-			return err
-		}
-		if push != nil {
-			if err := push.close(cfg.ShutdownTimeout); err != nil && exportErr == nil {
-				exportErr = err
-			}
-		}
-		return exportErr
+		return runOneshot(ctx, oneshotRun{cfg: &cfg, logger: logger, stdout: stdout, now: now, reg: reg, usage: usage,
+			self: self, traces: traces, claudeFiles: claudeFiles, plan: plan, asm: asm, rd: rd, stats: stats})
 	}
 
 	// Bind the web listeners now: a busy address fails at start, before
@@ -364,99 +295,4 @@ func (p *statsPublisher) publish(st session.Stats) {
 	p.self.AssistantWithoutID.Add(float64(st.NoMessageID - p.last.NoMessageID))
 	p.self.OrphanToolResults.Set(float64(st.OrphanToolResults))
 	p.last = st
-}
-
-func writeExposition(w io.Writer, g prometheus.Gatherer) error {
-	mfs, err := g.Gather()
-	if err != nil {
-		return fmt.Errorf("gather metrics: %w", err)
-	}
-	enc := expfmt.NewEncoder(w, expfmt.NewFormat(expfmt.TypeTextPlain))
-	for _, mf := range mfs {
-		if err := enc.Encode(mf); err != nil {
-			return fmt.Errorf("write exposition: %w", err)
-		}
-	}
-	return nil
-}
-
-// writeExpositionFile writes the exposition to path (see writeOut).
-func writeExpositionFile(path string, g prometheus.Gatherer) error {
-	return writeOut(path, func(w io.Writer) error { return writeExposition(w, g) })
-}
-
-// writeOut writes a file through write. A regular file (or a new one) is
-// replaced atomically, a temp file renamed over it, as node_exporter's
-// textfile collector requires; through a link, the file it names is
-// replaced and the link stays. A device or a pipe is written in place,
-// never replaced; a directory is an error.
-func writeOut(path string, write func(io.Writer) error) error {
-	// A link is followed: the file it names is what gets replaced.
-	target := path
-	if resolved, err := filepath.EvalSymlinks(path); err == nil {
-		target = resolved
-	}
-	fi, err := os.Stat(target)
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-	case err != nil:
-		return err
-	case fi.IsDir():
-		return fmt.Errorf("%s is a directory", path)
-	case !fi.Mode().IsRegular():
-		// A device (/dev/null, /dev/stdout) or a pipe is written in
-		// place: renaming over it would replace it with a file.
-		return writeInPlace(target, write)
-	}
-	tmp, err := os.CreateTemp(filepath.Dir(target), "."+filepath.Base(target)+".*.tmp")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	if err := write(tmp); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	if err := os.Chmod(tmp.Name(), 0o644); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), target)
-}
-
-// writeInPlace writes a file that is not a regular file. It opens without
-// blocking, so a pipe nobody reads is an error ("no such device or
-// address") instead of a hang.
-func writeInPlace(path string, write func(io.Writer) error) error {
-	f, err := openWriteNonBlocking(path)
-	if err != nil {
-		return err
-	}
-	if err := write(f); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
-}
-
-// scanOnce finds every transcript once (one-shot runs: no watches).
-func scanOnce(cfg *Config, logger *slog.Logger, rd *reader, traces *tracesStage) ([]*fileState, error) {
-	w, err := discover.New(discover.Config{Roots: cfg.ClaudeDirs, Match: session.IsTranscriptName, PollOnly: true,
-		Logger: logger.With("component", "discover")})
-	if err != nil {
-		return nil, fmt.Errorf("scan claude dirs: %w", err)
-	}
-	defer w.Close()
-	found, err := w.Scan()
-	if err != nil {
-		logger.Warn("scan incomplete", "err", err)
-	}
-	var see func(*fileState, discover.File)
-	if traces != nil {
-		see = func(f *fileState, fi discover.File) { traces.window.see(f.src.SessionID, fi.ModTime) }
-	}
-	rd.sync(found, see)
-	return rd.sorted(), nil
 }

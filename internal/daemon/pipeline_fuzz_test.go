@@ -19,7 +19,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/claude-transcript-exporter/claude-transcript-exporter/exporter/prom"
-	"github.com/claude-transcript-exporter/claude-transcript-exporter/internal/testbackend"
+	"github.com/claude-transcript-exporter/claude-transcript-exporter/internal/testonly/testbackend"
 	"github.com/claude-transcript-exporter/claude-transcript-exporter/mapping/metrics"
 	"github.com/claude-transcript-exporter/claude-transcript-exporter/mapping/session"
 	"github.com/claude-transcript-exporter/claude-transcript-exporter/mapping/spans"

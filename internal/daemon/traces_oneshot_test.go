@@ -16,7 +16,7 @@ import (
 	"github.com/prometheus/common/model"
 
 	"github.com/claude-transcript-exporter/claude-transcript-exporter/internal/daemon"
-	"github.com/claude-transcript-exporter/claude-transcript-exporter/internal/testbackend"
+	"github.com/claude-transcript-exporter/claude-transcript-exporter/internal/testonly/testbackend"
 	"github.com/claude-transcript-exporter/claude-transcript-exporter/mapping/spans"
 )
 

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/claude-transcript-exporter/claude-transcript-exporter/internal/testbackend"
+	"github.com/claude-transcript-exporter/claude-transcript-exporter/internal/testonly/testbackend"
 )
 
 // got is one line handed over by a reader, as the fuzz target records it.

@@ -5,10 +5,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/claude-transcript-exporter/claude-transcript-exporter/internal/indepcount"
+	"github.com/claude-transcript-exporter/claude-transcript-exporter/internal/testonly/indepcount"
 	"github.com/claude-transcript-exporter/claude-transcript-exporter/mapping/transcript"
 
-	"github.com/claude-transcript-exporter/claude-transcript-exporter/internal/testbackend"
+	"github.com/claude-transcript-exporter/claude-transcript-exporter/internal/testonly/testbackend"
 )
 
 // tally is a Sink that sums units the way the metrics do.

@@ -17,7 +17,7 @@ import (
 
 	"github.com/claude-transcript-exporter/claude-transcript-exporter/mapping/transcript"
 
-	"github.com/claude-transcript-exporter/claude-transcript-exporter/internal/testbackend"
+	"github.com/claude-transcript-exporter/claude-transcript-exporter/internal/testonly/testbackend"
 )
 
 type srcLine struct {

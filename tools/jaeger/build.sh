@@ -2,7 +2,7 @@
 # Builds Jaeger v2 (the `jaeger` binary: an OpenTelemetry Collector with
 # Jaeger's storage and query extensions) from the Go module
 # github.com/jaegertracing/jaeger (Apache-2.0) for the end-to-end trace tests
-# (see internal/testbackend) and caches the binary.
+# (see internal/testonly/testbackend) and caches the binary.
 #
 # Usage: tools/jaeger/build.sh
 #

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds the OpenTelemetry Collector used as the OTLP receiver in the
-# end-to-end tests (see internal/testbackend) and caches the binary.
+# end-to-end tests (see internal/testonly/testbackend) and caches the binary.
 #
 # Usage: tools/otelcol/build.sh
 #

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds Prometheus 3 and promtool from the Go module
 # github.com/prometheus/prometheus (Apache-2.0) for the tests (see
-# internal/testbackend) and caches both binaries.
+# internal/testonly/testbackend) and caches both binaries.
 #
 # Usage: tools/prometheus/build.sh
 #

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/claude-transcript-exporter/claude-transcript-exporter/internal/testbackend"
+	"github.com/claude-transcript-exporter/claude-transcript-exporter/internal/testonly/testbackend"
 )
 
 // tok builds the token map of one model: input, output, cache_read,

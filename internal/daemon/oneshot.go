@@ -1,0 +1,209 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/common/expfmt"
+
+	"github.com/claude-transcript-exporter/claude-transcript-exporter/exporter/prom"
+	"github.com/claude-transcript-exporter/claude-transcript-exporter/internal/discover"
+	"github.com/claude-transcript-exporter/claude-transcript-exporter/internal/planusage"
+	"github.com/claude-transcript-exporter/claude-transcript-exporter/mapping/session"
+)
+
+// oneshotRun holds the stages Run built, for a one-shot run.
+type oneshotRun struct {
+	cfg         *Config
+	logger      *slog.Logger
+	stdout      io.Writer
+	now         func() time.Time
+	reg         *prometheus.Registry
+	usage       *prom.Metrics
+	self        *prom.Self
+	traces      *tracesStage // nil without traces
+	claudeFiles *filesStage
+	plan        *planusage.Poller // nil without the plan's usage poll
+	asm         *session.Assembler
+	rd          *reader
+	stats       *statsPublisher
+}
+
+// runOneshot reads every file on disk once, settles what it read, and
+// prints the exposition to stdout (or writes it, and the OpenMetrics
+// history, to the files the config names). Spans and pushed metrics are
+// delivered before it returns.
+func runOneshot(ctx context.Context, o oneshotRun) error {
+	// History export: every counter increment with its time.
+	var history *prom.History
+	if o.cfg.OneshotHistoryFile != "" {
+		history = prom.NewHistory(o.cfg.OneshotHistoryStep, o.cfg.OneshotHistoryRecent)
+		o.usage.RecordHistory(history)
+	}
+	// Metrics push: the same series as the exposition, over OTLP.
+	push, err := newPush(ctx, o.cfg, o.reg, o.logger.With("component", "push"), os.Getenv)
+	if err != nil {
+		return err
+	}
+	start := o.now()
+	files, err := scanOnce(o.cfg, o.logger, o.rd, o.traces)
+	if err != nil {
+		return err
+	}
+	// What is read is complete: settle it group by group, so that
+	// memory holds one group's open state, not the history's.
+	o.rd.between = func() { o.asm.FlushHistory(o.now()) }
+	o.rd.readFiles(files, true)
+	if history != nil {
+		// End as the live exporter ends its backfill: a session
+		// still open (a record within --sessions.idle-timeout)
+		// stays open, so the history ends where a live scrape
+		// begins. Its turn counts when it closes, live.
+		o.asm.FlushRead(o.now())
+	} else {
+		o.asm.Flush(o.now(), true)
+	}
+	o.claudeFiles.refresh(o.now(), true)
+	if o.plan != nil {
+		// One poll, after the read: the block is complete.
+		o.plan.Poll(ctx)
+	}
+	o.stats.publish(o.asm.Stats())
+	o.self.BackfillDone.Set(1)
+	o.self.BackfillSeconds.Set(o.now().Sub(start).Seconds())
+	o.usage.BlocksReady()
+	o.logger.Info("read every file", "files", len(files), "lines", o.rd.linesN, "seconds", o.now().Sub(start).Seconds())
+	var exportErr error
+	if o.traces != nil {
+		exportErr = o.traces.close(ctx, o.cfg.ShutdownTimeout)
+	}
+	if history != nil {
+		extra := [][2]string{{"instance", o.cfg.OneshotHistoryInstance}, {"job", o.cfg.OneshotHistoryJob}}
+		end, cut := o.now(), false
+		if e := o.cfg.OneshotHistoryEnd; !e.IsZero() && e.Before(end) {
+			end, cut = e, true
+		}
+		if err := writeOut(o.cfg.OneshotHistoryFile, func(w io.Writer) error {
+			return history.WriteOpenMetrics(w, o.usage, end, cut, extra...)
+		}); err != nil {
+			return fmt.Errorf("--oneshot.history-file: %w", err)
+		}
+		o.logger.Info("wrote the history", "file", o.cfg.OneshotHistoryFile, "step", o.cfg.OneshotHistoryStep, "recent", o.cfg.OneshotHistoryRecent, "end", end)
+	}
+	if o.cfg.OneshotMetricsFile != "" {
+		if err := writeExpositionFile(o.cfg.OneshotMetricsFile, o.reg); err != nil {
+			return fmt.Errorf("--oneshot.metrics-file: %w", err)
+		}
+	} else if err := writeExposition(o.stdout, o.reg); err != nil {
+		return err
+	}
+	if push != nil {
+		if err := push.close(o.cfg.ShutdownTimeout); err != nil && exportErr == nil {
+			exportErr = err
+		}
+	}
+	return exportErr
+}
+
+func writeExposition(w io.Writer, g prometheus.Gatherer) error {
+	mfs, err := g.Gather()
+	if err != nil {
+		return fmt.Errorf("gather metrics: %w", err)
+	}
+	enc := expfmt.NewEncoder(w, expfmt.NewFormat(expfmt.TypeTextPlain))
+	for _, mf := range mfs {
+		if err := enc.Encode(mf); err != nil {
+			return fmt.Errorf("write exposition: %w", err)
+		}
+	}
+	return nil
+}
+
+// writeExpositionFile writes the exposition to path (see writeOut).
+func writeExpositionFile(path string, g prometheus.Gatherer) error {
+	return writeOut(path, func(w io.Writer) error { return writeExposition(w, g) })
+}
+
+// writeOut writes a file through write. A regular file (or a new one) is
+// replaced atomically, a temp file renamed over it, as node_exporter's
+// textfile collector requires; through a link, the file it names is
+// replaced and the link stays. A device or a pipe is written in place,
+// never replaced; a directory is an error.
+func writeOut(path string, write func(io.Writer) error) error {
+	// A link is followed: the file it names is what gets replaced.
+	target := path
+	if resolved, err := filepath.EvalSymlinks(path); err == nil {
+		target = resolved
+	}
+	fi, err := os.Stat(target)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+	case err != nil:
+		return err
+	case fi.IsDir():
+		return fmt.Errorf("%s is a directory", path)
+	case !fi.Mode().IsRegular():
+		// A device (/dev/null, /dev/stdout) or a pipe is written in
+		// place: renaming over it would replace it with a file.
+		return writeInPlace(target, write)
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(target), "."+filepath.Base(target)+".*.tmp")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	if err := write(tmp); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	if err := os.Chmod(tmp.Name(), 0o644); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), target)
+}
+
+// writeInPlace writes a file that is not a regular file. It opens without
+// blocking, so a pipe nobody reads is an error ("no such device or
+// address") instead of a hang.
+func writeInPlace(path string, write func(io.Writer) error) error {
+	f, err := openWriteNonBlocking(path)
+	if err != nil {
+		return err
+	}
+	if err := write(f); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+// scanOnce finds every transcript once (one-shot runs: no watches).
+func scanOnce(cfg *Config, logger *slog.Logger, rd *reader, traces *tracesStage) ([]*fileState, error) {
+	w, err := discover.New(discover.Config{Roots: cfg.ClaudeDirs, Match: session.IsTranscriptName, PollOnly: true,
+		Logger: logger.With("component", "discover")})
+	if err != nil {
+		return nil, fmt.Errorf("scan claude dirs: %w", err)
+	}
+	defer w.Close()
+	found, err := w.Scan()
+	if err != nil {
+		logger.Warn("scan incomplete", "err", err)
+	}
+	var see func(*fileState, discover.File)
+	if traces != nil {
+		see = func(f *fileState, fi discover.File) { traces.window.see(f.src.SessionID, fi.ModTime) }
+	}
+	rd.sync(found, see)
+	return rd.sorted(), nil
+}

@@ -1,0 +1,65 @@
+package tail
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"strings"
+	"testing"
+)
+
+func TestFingerprintTellsTheSameFileFromAnother(t *testing.T) {
+	content := bytes.Repeat([]byte("line of a transcript\n"), 100)
+	fp, err := FingerprintOf(bytes.NewReader(content))
+	if err != nil || fp.Len != FingerprintBytes {
+		t.Fatalf("fingerprint %v %v", fp, err)
+	}
+	short := []byte("a short file\n")
+	shortFP, err := FingerprintOf(bytes.NewReader(short))
+	if err != nil || shortFP.Len != len(short) {
+		t.Fatalf("fingerprint of a short file %v %v", shortFP, err)
+	}
+	for _, tc := range []struct {
+		name string
+		fp   Fingerprint
+		now  []byte
+		want bool
+	}{
+		{"the same bytes", fp, content, true},
+		{"appended to", fp, append(bytes.Clone(content), "more\n"...), true},
+		{"replaced", fp, bytes.Repeat([]byte("other content\n"), 100), false},
+		{"truncated below the fingerprint", fp, content[:100], false},
+		{"a byte changed in the first KiB", fp, append([]byte("L"), content[1:]...), false},
+		{"a byte changed after the first KiB", fp, append(bytes.Clone(content[:FingerprintBytes]), strings.Repeat("x", 500)...), true},
+		{"a short file grown", shortFP, append(bytes.Clone(short), content...), true},
+		{"a short file rewritten", shortFP, []byte("a short filE\n"), false},
+		{"no fingerprint matches anything", Fingerprint{}, []byte("anything"), true},
+	} {
+		got, err := tc.fp.Matches(bytes.NewReader(tc.now))
+		if err != nil || got != tc.want {
+			t.Errorf("%s: matches=%v err=%v, want %v", tc.name, got, err, tc.want)
+		}
+	}
+}
+
+func TestEndsLineTellsALinesEndFromItsMiddle(t *testing.T) {
+	data := []byte("first\nsecond\nthird")
+	for _, tc := range []struct {
+		name    string
+		off     int64
+		want    bool
+		wantEOF bool
+	}{
+		{"the start of the file", 0, true, false},
+		{"after the first line", 6, true, false},
+		{"after the second line", 13, true, false},
+		{"inside a line", 3, false, false},
+		{"the end of an unterminated line", int64(len(data)), false, false},
+		{"past the end of the file", int64(len(data)) + 5, false, true},
+	} {
+		got, err := EndsLine(bytes.NewReader(data), tc.off)
+		if got != tc.want || errors.Is(err, io.EOF) != tc.wantEOF || (err != nil && !tc.wantEOF) {
+			t.Errorf("%s (offset %d): ends a line %v, err %v; want %v, EOF %v", tc.name, tc.off, got, err, tc.want, tc.wantEOF)
+		}
+	}
+}
