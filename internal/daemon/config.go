@@ -105,7 +105,7 @@ type Config struct {
 	Limits LimitsConfig
 
 	// projectOf names a working dir's project on spans as the metrics'
-	// mapper labels it (set by Run; nil: spanProject).
+	// mapper labels it (set by Run).
 	projectOf func(cwd string) string
 }
 

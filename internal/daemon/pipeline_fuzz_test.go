@@ -104,7 +104,7 @@ func (p *pipe) build() {
 	}
 	prices := metrics.DefaultPrices()
 	mapper := metrics.NewMapper(metrics.Config{Project: label, Prices: prices}, p.usage)
-	builder := spans.NewBuilder(builderConfig(p.cfg.Traces, p.cfg.ProjectLabel, prices), func(spans.Span) {})
+	builder := spans.NewBuilder(builderConfig(p.cfg.Traces, mapper.Project, prices), func(spans.Span) {})
 	p.asm = session.New(session.Config{Settle: p.cfg.Settle, IdleTimeout: p.cfg.IdleTimeout}, session.Fanout{mapper, builder})
 	p.rd = newReader(&p.cfg, slog.New(slog.DiscardHandler), p.self, p.asm, transcript.Options{MaxLineBytes: p.cfg.MaxLineBytes}, clock)
 	p.stats = &statsPublisher{self: p.self}

@@ -197,11 +197,7 @@ func buildTraces(ctx context.Context, cfg *Config, prices *metrics.Prices, logge
 			lastClamped = c
 		}
 	}
-	bc := builderConfig(tc, cfg.ProjectLabel, prices)
-	if cfg.projectOf != nil {
-		bc.Project = cfg.projectOf // the metrics' labels, collision-free
-	}
-	b = spans.NewBuilder(bc, emit)
+	b = spans.NewBuilder(builderConfig(tc, cfg.projectOf, prices), emit)
 	spool := "none"
 	if qcfg.Spool != nil {
 		spool = qcfg.Spool.Dir()
@@ -366,13 +362,14 @@ func otlpHeaders(flag string, getenv func(string) string) (map[string]string, er
 }
 
 // builderConfig maps the flags to the span builder's configuration: the
-// project in the form of the metrics' label (--metrics.project-label),
-// costs from the metrics' price table (nil: no cost on spans).
-func builderConfig(tc TracesConfig, projectLabel string, prices *metrics.Prices) spans.Config {
+// project named by project (the metrics' mapper: the same labels, never
+// two dirs under one), costs from the metrics' price table (nil: no cost
+// on spans).
+func builderConfig(tc TracesConfig, project func(cwd string) string, prices *metrics.Prices) spans.Config {
 	c := spans.Config{
 		CaptureMaxBytes: tc.CaptureMaxBytes,
 		Identifying:     tc.Identifying,
-		Project:         spanProject(projectLabel),
+		Project:         project,
 		Capture: spans.Capture{
 			Prompts:   tc.Captures(CapturePrompts),
 			Responses: tc.Captures(CaptureResponses),
@@ -389,18 +386,6 @@ func builderConfig(tc TracesConfig, projectLabel string, prices *metrics.Prices)
 		}
 	}
 	return c
-}
-
-// spanProject returns how spans name a session's project: as the
-// metrics' project label does (none, basename or path).
-func spanProject(label string) func(string) string {
-	switch metrics.ProjectLabel(label) {
-	case metrics.ProjectNone:
-		return func(string) string { return "" }
-	case metrics.ProjectPath:
-		return func(p string) string { return p }
-	}
-	return metrics.Basename
 }
 
 // selfObserver moves the queue's counts into the self-metrics.

@@ -78,21 +78,21 @@ func TestOTLPHeaders(t *testing.T) {
 }
 
 func TestBuilderConfig(t *testing.T) {
-	c := builderConfig(TracesConfig{Capture: []string{CaptureTools, CaptureThinking}, CaptureMaxBytes: 7, Granularity: "turn"}, "basename", nil)
+	c := builderConfig(TracesConfig{Capture: []string{CaptureTools, CaptureThinking}, CaptureMaxBytes: 7, Granularity: "turn"}, metrics.Basename, nil)
 	if c.Granularity != spans.GranularityTurn || c.CaptureMaxBytes != 7 || c.Capture != (spans.Capture{Tools: true, Thinking: true}) ||
 		c.Identifying || c.Price != nil {
 		t.Errorf("got %+v", c)
 	}
-	// The project takes the form of the metrics label.
-	for label, want := range map[string]string{"basename": "repo", "path": `C:\Users\alice\repo`, "none": ""} {
-		c := builderConfig(TracesConfig{}, label, nil)
+	// The project is the metrics' label, from their mapper.
+	for label, want := range map[metrics.ProjectLabel]string{metrics.ProjectBasename: "repo", metrics.ProjectPath: `C:\Users\alice\repo`, metrics.ProjectNone: ""} {
+		c := builderConfig(TracesConfig{}, metrics.NewMapper(metrics.Config{Project: label}, nil).Project, nil)
 		if got := c.Project(`C:\Users\alice\repo`); got != want {
 			t.Errorf("--metrics.project-label=%s: project %q, want %q", label, got, want)
 		}
 	}
 	// Costs come from the metrics' price table, by the request's date and
 	// modifiers.
-	c = builderConfig(TracesConfig{Identifying: true}, "basename", metrics.DefaultPrices())
+	c = builderConfig(TracesConfig{Identifying: true}, metrics.Basename, metrics.DefaultPrices())
 	r := &session.Request{End: time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC), Attribution: session.Attribution{Speed: "fast"}}
 	usd, ok := c.Price("claude-opus-4-6", session.Tokens{Output: 1_000_000}, r)
 	if !c.Identifying || !ok || usd != 150 {
