@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -18,10 +17,10 @@ import (
 	"github.com/claude-transcript-exporter/claude-transcript-exporter/mapping/session"
 )
 
-// ccusageBinEnv names a ccusage executable: set, the tests run it on each
-// tree and check its answer against the recorded one; unset, the recorded
+// With testbackend.CcusageBinEnv set, the tests run ccusage on each tree
+// and check its answer against the recorded one; unset, the recorded
 // figures (testdata/ccusage) are the check. Never a skip.
-const ccusageBinEnv = "CTE_CCUSAGE_BIN"
+const ccusageBinEnv = testbackend.CcusageBinEnv
 
 // ccusageArgs is the command the records were made with (with
 // CLAUDE_CONFIG_DIR=<tree> and an empty HOME).
@@ -91,7 +90,7 @@ func ccusage(t *testing.T, tree, record string) *ccusageReport {
 		t.Fatalf("no recorded ccusage figures for %s (%s): record them with %s=<ccusage %s> go test ./e2e -run Ccusage -update",
 			tree, record, ccusageBinEnv, ccusageVersion(t))
 	}
-	out, errOut, err := runCcusage(t, bin, tree)
+	out, errOut, err := testbackend.RunCcusage(t, bin, tree, ccusageArgs...)
 	if *update {
 		if err := os.MkdirAll(filepath.Dir(record), 0o755); err != nil {
 			t.Fatal(err)
@@ -124,20 +123,6 @@ func ccusage(t *testing.T, tree, record string) *ccusageReport {
 		t.Errorf("ccusage's live answer on %s differs from %s: the corpus or ccusage changed; re-record with -update and review", tree, record)
 	}
 	return live
-}
-
-func runCcusage(t *testing.T, bin, tree string) (out, errOut []byte, err error) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, bin, ccusageArgs...)
-	// Only the tree: an empty HOME keeps the user's own ~/.claude and
-	// ccusage's config out.
-	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir(), "CLAUDE_CONFIG_DIR=" + tree, "NO_COLOR=1"}
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	err = cmd.Run()
-	return stdout.Bytes(), stderr.Bytes(), err
 }
 
 // ccusageVersion is the ccusage version the records hold

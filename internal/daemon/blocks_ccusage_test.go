@@ -9,7 +9,6 @@ import (
 	"log/slog"
 	"math"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"testing"
@@ -24,11 +23,10 @@ import (
 	"github.com/claude-transcript-exporter/claude-transcript-exporter/internal/testonly/testbackend"
 )
 
-// CcusageBinEnv names ccusage 20.0.24's binary (npm install --prefix DIR
-// ccusage@20.0.24; DIR/node_modules/.bin/ccusage). Set, the test runs it
+// CcusageBinEnv names ccusage 20.0.24's binary. Set, the test runs it
 // live; unset, it compares with the figures recorded in
 // testdata/ccusage-blocks.json.
-const CcusageBinEnv = "CTE_CCUSAGE_BIN"
+const CcusageBinEnv = testbackend.CcusageBinEnv
 
 var updateCcusage = flag.Bool("update-ccusage", false, "record ccusage's blocks in testdata/ccusage-blocks.json (needs "+CcusageBinEnv+")")
 
@@ -220,11 +218,9 @@ func sameRecord(a, b ccRecord) bool {
 
 func runCcusage(t *testing.T, bin, dir string) []ccBlock {
 	t.Helper()
-	cmd := exec.Command(bin, "blocks", "--json", "--offline")
-	cmd.Env = append(os.Environ(), "CLAUDE_CONFIG_DIR="+dir, "NO_COLOR=1")
-	out, err := cmd.Output()
+	out, errOut, err := testbackend.RunCcusage(t, bin, dir, "blocks", "--json", "--offline")
 	if err != nil {
-		t.Fatalf("ccusage blocks: %v", err)
+		t.Fatalf("ccusage blocks: %v\n%s", err, errOut)
 	}
 	var v struct {
 		Blocks []ccBlock `json:"blocks"`
