@@ -3,11 +3,11 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"maps"
 	"path/filepath"
 	"testing"
 	"time"
 
-	"github.com/claude-transcript-exporter/claude-transcript-exporter/internal/testonly/indepcount"
 	"github.com/claude-transcript-exporter/claude-transcript-exporter/internal/testonly/testbackend"
 )
 
@@ -22,9 +22,8 @@ func TestThreeMachinesPushToOneCollector(t *testing.T) {
 	prom := testbackend.StartPrometheus(t, testbackend.PromOptions{OTLP: true})
 	col := testbackend.StartMetricsCollector(t, prom.URL()+"/api/v1/otlp/v1/metrics")
 	trees := map[string]string{"laptop-a": "spotter", "laptop-b": "eduardodmb", "laptop-c": "swordintel"}
-	want := map[string]float64{}
-	wantPrompts, wantTodos := map[string]float64{}, map[string]float64{}
-	var wantSum float64
+	team := countTeam(t, trees)
+	want, wantPrompts, wantTodos, wantSum := team.tokens, team.prompts, team.todos, team.tokenSum
 	type machine struct {
 		addr, state string
 		args        []string
@@ -32,31 +31,8 @@ func TestThreeMachinesPushToOneCollector(t *testing.T) {
 	}
 	machines := map[string]*machine{}
 	for inst, tree := range trees {
-		dir := filepath.Join(testbackend.CorpusDir(t), tree)
-		ic, err := indepcount.Count(dir)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, types := range ic.Tokens {
-			for _, n := range types {
-				want[inst] += float64(n)
-				wantSum += float64(n)
-			}
-		}
-		files, err := indepcount.CountFiles(dir, alive)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, n := range files.Prompts {
-			wantPrompts[inst] += float64(n)
-		}
-		for _, n := range files.Todos {
-			wantTodos[inst] += float64(n)
-		}
 		m := &machine{addr: fmt.Sprintf("127.0.0.1:%d", testbackend.FreePort(t)), state: filepath.Join(t.TempDir(), "state")}
-		m.args = []string{"--claude.dir=" + dir, "--state.file=" + m.state, "--traces.exporter=none",
-			"--metrics.push=otlp", "--metrics.push.endpoint=" + col.Endpoint(), "--metrics.push.insecure",
-			"--metrics.push.interval=1s", "--identity.attribute=service.instance.id=" + inst, "--identity.attribute=team=core"}
+		m.args = pushArgs(filepath.Join(testbackend.CorpusDir(t), tree), m.state, col.Endpoint(), inst)
 		m.proc = startDaemon(t, m.addr, m.args...)
 		t.Cleanup(func() { m.proc.stop(t) })
 		waitReady(t, m.addr, m.proc)
@@ -66,35 +42,10 @@ func TestThreeMachinesPushToOneCollector(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	byInstance := func(metric string) map[string]float64 {
-		res, err := prom.Query(ctx, `sum by (instance) (`+metric+`{job="claude-transcript-exporter"})`)
-		if err != nil {
-			t.Fatal(err)
-		}
-		got := map[string]float64{}
-		for _, s := range res.Samples {
-			if s.Value != 0 {
-				got[s.Labels["instance"]] = s.Value
-			}
-		}
-		return got
+		return sumByInstance(ctx, t, &prom.QueryAPI, metric+`{job="claude-transcript-exporter"}`)
 	}
 	perInstance := func() map[string]float64 { return byInstance("claude_transcript_tokens_total") }
-	same := func(got, want map[string]float64) bool {
-		for k, v := range want {
-			if v == 0 {
-				delete(want, k)
-			}
-		}
-		if len(got) != len(want) {
-			return false
-		}
-		for k, v := range want {
-			if got[k] != v {
-				return false
-			}
-		}
-		return true
-	}
+	same := maps.Equal[map[string]float64, map[string]float64]
 	equal := func(got map[string]float64) bool { return same(got, want) }
 	var got map[string]float64
 	for {

@@ -3,11 +3,11 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"maps"
 	"path/filepath"
 	"testing"
 	"time"
 
-	"github.com/claude-transcript-exporter/claude-transcript-exporter/internal/testonly/indepcount"
 	"github.com/claude-transcript-exporter/claude-transcript-exporter/internal/testonly/testbackend"
 )
 
@@ -27,39 +27,14 @@ func TestThreeMachinesPushToThanosHashring(t *testing.T) {
 	col := testbackend.StartMetricsCollector(t, prom.URL()+"/api/v1/otlp/v1/metrics", entry.OTLPURL())
 
 	trees := map[string]string{"laptop-a": "spotter", "laptop-b": "eduardodmb", "laptop-c": "swordintel"}
-	want, wantPrompts := map[string]float64{}, map[string]float64{}
-	var wantSum float64
+	team := countTeam(t, trees)
+	want, wantPrompts, wantSum := team.tokens, team.prompts, team.tokenSum
 	for inst, tree := range trees {
-		dir := filepath.Join(testbackend.CorpusDir(t), tree)
-		ic, err := indepcount.Count(dir)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, types := range ic.Tokens {
-			for _, n := range types {
-				want[inst] += float64(n)
-				wantSum += float64(n)
-			}
-		}
-		files, err := indepcount.CountFiles(dir, alive)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, n := range files.Prompts {
-			wantPrompts[inst] += float64(n)
-		}
 		addr := fmt.Sprintf("127.0.0.1:%d", testbackend.FreePort(t))
-		p := startDaemon(t, addr, "--claude.dir="+dir, "--state.file="+filepath.Join(t.TempDir(), "state"),
-			"--traces.exporter=none", "--metrics.push=otlp", "--metrics.push.endpoint="+col.Endpoint(),
-			"--metrics.push.insecure", "--metrics.push.interval=1s",
-			"--identity.attribute=service.instance.id="+inst, "--identity.attribute=team=core")
+		p := startDaemon(t, addr, pushArgs(filepath.Join(testbackend.CorpusDir(t), tree),
+			filepath.Join(t.TempDir(), "state"), col.Endpoint(), inst)...)
 		t.Cleanup(func() { p.stop(t) })
 		waitReady(t, addr, p)
-	}
-	for k, v := range want {
-		if v == 0 {
-			delete(want, k)
-		}
 	}
 	if len(want) == 0 || len(wantPrompts) == 0 {
 		t.Fatalf("the trees have no tokens (%v) or prompts (%v): nothing to compare", want, wantPrompts)
@@ -68,29 +43,9 @@ func TestThreeMachinesPushToThanosHashring(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	byInstance := func(api *testbackend.QueryAPI, expr string) map[string]float64 {
-		res, err := api.Query(ctx, `sum by (instance) (`+expr+`)`)
-		if err != nil {
-			t.Fatal(err)
-		}
-		got := map[string]float64{}
-		for _, s := range res.Samples {
-			if s.Value != 0 {
-				got[s.Labels["instance"]] = s.Value
-			}
-		}
-		return got
+		return sumByInstance(ctx, t, api, expr)
 	}
-	same := func(got, want map[string]float64) bool {
-		if len(got) != len(want) {
-			return false
-		}
-		for k, v := range want {
-			if got[k] != v {
-				return false
-			}
-		}
-		return true
-	}
+	same := maps.Equal[map[string]float64, map[string]float64]
 	const tokens = `claude_transcript_tokens_total{job="claude-transcript-exporter"}`
 	waitTokens := func(stage string) {
 		t.Helper()
