@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"syscall"
@@ -90,4 +92,30 @@ func logTail(path string, n int) string {
 		lines = lines[len(lines)-n:]
 	}
 	return fmt.Sprintf("--- last %d lines of %s ---\n%s", len(lines), path, bytes.Join(lines, []byte("\n")))
+}
+
+// waitHTTPReady polls url until it answers 200 or proc exits.
+func waitHTTPReady(proc *process, url string, timeout time.Duration) error {
+	client := &http.Client{Timeout: 2 * time.Second}
+	deadline := time.Now().Add(timeout)
+	var last error
+	for {
+		if done, err := proc.exited(); done {
+			return fmt.Errorf("%s exited before it was ready: %v", proc.name, err)
+		}
+		resp, err := client.Get(url)
+		if err == nil {
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+			err = fmt.Errorf("%s: %s", url, resp.Status)
+		}
+		last = err
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%s not ready after %v: %v", proc.name, timeout, last)
+		}
+		time.Sleep(pollInterval)
+	}
 }

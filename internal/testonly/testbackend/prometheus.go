@@ -138,9 +138,7 @@ func StartPrometheus(t testing.TB, opts PromOptions) *Prometheus {
 		}
 	})
 
-	ctx, cancel := context.WithTimeout(context.Background(), promStartTimeout)
-	defer cancel()
-	if err := p.waitReady(ctx); err != nil {
+	if err := waitHTTPReady(p.proc, p.url+"/-/ready", promStartTimeout); err != nil {
 		t.Fatalf("start prometheus: %v\nconfig:\n%s\n%s", err, cfg, logTail(p.logPath, logTailLines))
 	}
 	return p
@@ -219,34 +217,6 @@ func (p *Prometheus) Jobs() []string { return append([]string(nil), p.jobs...) }
 
 // LogPath returns the file that holds the server's output.
 func (p *Prometheus) LogPath() string { return p.logPath }
-
-func (p *Prometheus) waitReady(ctx context.Context) error {
-	var last error
-	for {
-		if done, err := p.proc.exited(); done {
-			return fmt.Errorf("prometheus exited before it was ready: %v", err)
-		}
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, p.url+"/-/ready", nil)
-		if err != nil {
-			return err
-		}
-		resp, err := p.client.Do(req)
-		if err == nil {
-			io.Copy(io.Discard, resp.Body)
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return nil
-			}
-			err = fmt.Errorf("/-/ready: %s", resp.Status)
-		}
-		last = err
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("not ready at %s: %w (last: %v)", p.url, ctx.Err(), last)
-		case <-time.After(pollInterval):
-		}
-	}
-}
 
 // API sends GET path?params to the server (path like "/api/v1/rules") and
 // returns the response body. A non-2xx status is an error that includes the

@@ -4,8 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -295,32 +293,6 @@ func (r *ThanosReceiver) stop() error {
 	err := r.proc.stop()
 	r.proc = nil
 	return err
-}
-
-// waitHTTPReady polls url until it answers 200 or proc exits.
-func waitHTTPReady(proc *process, url string, timeout time.Duration) error {
-	client := &http.Client{Timeout: 2 * time.Second}
-	deadline := time.Now().Add(timeout)
-	var last error
-	for {
-		if done, err := proc.exited(); done {
-			return fmt.Errorf("%s exited before it was ready: %v", proc.name, err)
-		}
-		resp, err := client.Get(url)
-		if err == nil {
-			io.Copy(io.Discard, resp.Body)
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return nil
-			}
-			err = fmt.Errorf("%s: %s", url, resp.Status)
-		}
-		last = err
-		if time.Now().After(deadline) {
-			return fmt.Errorf("%s not ready after %v: %v", proc.name, timeout, last)
-		}
-		time.Sleep(pollInterval)
-	}
 }
 
 // ThanosProcess is one thanos process started by StartThanos.
