@@ -41,8 +41,14 @@ func TestFIFOAtATranscriptPathNeverHangsTheDaemon(t *testing.T) {
 		appendTo(t, good, seqLine(1, n))
 	}
 	e.waitCounters(2+tri(6)-1, 7)
-	mfs := parseExposition(t, scrape(t, e.addr))
-	if got := sumBy(mfs, "claude_transcript_exporter_files_skipped_total", "kind")["fifo"]; got != 1 {
+	// On a loaded machine the walk that meets the FIFO may come after the
+	// lines: wait for the skip, then check it is counted once.
+	skipped := func() float64 {
+		return sumBy(parseExposition(t, scrape(t, e.addr)), "claude_transcript_exporter_files_skipped_total", "kind")["fifo"]
+	}
+	waitFor(t, func() bool { return skipped() >= 1 })
+	time.Sleep(300 * time.Millisecond) // more polls and walks meet the FIFO
+	if got := skipped(); got != 1 {
 		t.Errorf("files_skipped_total{kind=fifo} = %v, want 1 (once per path)", got)
 	}
 	if n := strings.Count(e.proc.log.String(), "not a regular file"); n != 1 {
