@@ -49,15 +49,7 @@ func TestConfigRefusesHistoryAndFilesSettingsThatCannotWork(t *testing.T) {
 			c := NewConfig()
 			c.ClaudeDirs = []string{dir}
 			tc.set(&c)
-			err := c.Validate()
-			switch {
-			case tc.flag == "" && err != nil:
-				t.Errorf("refused: %v", err)
-			case tc.flag != "" && err == nil:
-				t.Errorf("accepted, want an error naming %s", tc.flag)
-			case tc.flag != "" && !strings.Contains(err.Error(), tc.flag):
-				t.Errorf("error %q does not name %s", err, tc.flag)
-			}
+			checkRefusal(t, c.Validate(), tc.flag)
 		})
 	}
 }
@@ -89,15 +81,7 @@ func TestConfigRefusesAUsageAPIPollTooOftenOrATokenInClear(t *testing.T) {
 			c := NewConfig()
 			c.ClaudeDirs = []string{dir}
 			tc.set(&c.Limits)
-			err := c.Validate()
-			switch {
-			case tc.flag == "" && err != nil:
-				t.Errorf("refused: %v", err)
-			case tc.flag != "" && err == nil:
-				t.Errorf("accepted, want an error naming %s", tc.flag)
-			case tc.flag != "" && !strings.Contains(err.Error(), tc.flag):
-				t.Errorf("error %q does not name %s", err, tc.flag)
-			}
+			checkRefusal(t, c.Validate(), tc.flag)
 		})
 	}
 }
@@ -223,5 +207,19 @@ func TestDefaultListensOnBothLoopbacksWhereTheyExist(t *testing.T) {
 		if !l.Addr().(*net.TCPAddr).IP.IsLoopback() {
 			t.Errorf("listening on %s, not loopback", l.Addr())
 		}
+	}
+}
+
+// checkRefusal checks Validate's answer: nil when flag is "", else an
+// error naming flag.
+func checkRefusal(t *testing.T, err error, flag string) {
+	t.Helper()
+	switch {
+	case flag == "" && err != nil:
+		t.Errorf("refused: %v", err)
+	case flag != "" && err == nil:
+		t.Errorf("accepted, want an error naming %s", flag)
+	case flag != "" && !strings.Contains(err.Error(), flag):
+		t.Errorf("error %q does not name %s", err, flag)
 	}
 }
