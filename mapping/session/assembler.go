@@ -68,6 +68,10 @@ type Assembler struct {
 	version uint64
 	// gen counts the pauses of FlushHistory.
 	gen uint64
+	// req is the Request handed to the sink: one per emitted request
+	// would be the largest garbage of a backfill, and a Sink must not
+	// retain a unit past the call.
+	req Request
 }
 
 // Stats counts what the assembler met that is worth a self-metric.

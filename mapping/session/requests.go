@@ -276,7 +276,7 @@ func (a *Assembler) emitRequest(st *reqState) {
 			total: adv.Tokens.Input + adv.Tokens.Output + adv.Tokens.CacheRead + adv.Tokens.CacheWrite5m + adv.Tokens.CacheWrite1h,
 			lab:   a.labels(al), day: day})
 	}
-	a.sink.Request(&Request{
+	a.req = Request{
 		Where:           st.where,
 		MessageID:       st.msgID,
 		RequestID:       st.requestID,
@@ -294,7 +294,9 @@ func (a *Assembler) emitRequest(st *reqState) {
 		ToolUseIDs:      st.toolIDs,
 		Text:            st.text,
 		Thinking:        st.thinking,
-	})
+	}
+	a.sink.Request(&a.req)
+	a.req = Request{}
 }
 
 // grow counts what a later, better copy of an emitted request (or of its

@@ -79,7 +79,8 @@ func (a *Assembler) takeResults(r *transcript.Record) {
 		if tr.ToolUseID == "" {
 			continue
 		}
-		res := &earlyResult{isError: tr.IsError, t: r.Timestamp, output: tr.Content, rejected: tr.Rejected}
+		// On the stack: only a result that waits for its call is kept.
+		res := earlyResult{isError: tr.IsError, t: r.Timestamp, output: tr.Content, rejected: tr.Rejected}
 		if len(m.ToolResults) == 1 {
 			// toolUseResult belongs to the record: to its only result.
 			res.task, res.edit, res.prURL = r.TaskResult, r.Edit, r.OutputPRURL
@@ -91,10 +92,11 @@ func (a *Assembler) takeResults(r *transcript.Record) {
 				continue
 			}
 			if _, ok := a.early[tr.ToolUseID]; !ok {
-				a.early[tr.ToolUseID] = res
+				kept := res
+				a.early[tr.ToolUseID] = &kept
 			}
 		case !t.done:
-			a.finishTool(t, res)
+			a.finishTool(t, &res)
 		}
 	}
 }
