@@ -72,6 +72,8 @@ type Assembler struct {
 	// would be the largest garbage of a backfill, and a Sink must not
 	// retain a unit past the call.
 	req Request
+	// freeReqs holds emitted requests' states for reuse (see newReq).
+	freeReqs []*reqState
 }
 
 // Stats counts what the assembler met that is worth a self-metric.
