@@ -72,8 +72,10 @@ type Assembler struct {
 	// would be the largest garbage of a backfill, and a Sink must not
 	// retain a unit past the call.
 	req Request
-	// freeReqs holds emitted requests' states for reuse (see newReq).
-	freeReqs []*reqState
+	// freeReqs and freeTools hold emitted requests' and dropped tool
+	// calls' states for reuse (see newReq and newTool).
+	freeReqs  []*reqState
+	freeTools []*toolState
 }
 
 // Stats counts what the assembler met that is worth a self-metric.
@@ -578,7 +580,9 @@ func (a *Assembler) closeSession(s *sessState, history bool) {
 		a.refreshProject(&t.call.Where)
 		t.call.Outcome = OutcomeUnanswered
 		a.sink.ToolCall(&t.call)
-		a.forget(t)
+		if a.forget(t) {
+			a.recycleTool(t)
+		}
 	}
 	s.openTools = nil
 	var agents []*agentState

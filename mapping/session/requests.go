@@ -178,7 +178,8 @@ func (a *Assembler) assistant(c *ctxState, r *transcript.Record, now time.Time) 
 		if _, ok := a.tools[tu.ID]; ok || a.toolDone(tu.ID) {
 			continue
 		}
-		ts := &toolState{seq: a.next(), call: ToolCall{
+		ts := a.newTool()
+		*ts = toolState{seq: a.next(), call: ToolCall{
 			Where:         where,
 			ToolUseID:     tu.ID,
 			Name:          tu.Name,
