@@ -102,7 +102,7 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger, stdout io.Writer)
 		return err
 	}
 	mcfg := metrics.Config{Project: projectLabel, Prices: prices, MaxAttribution: cfg.AttributionLimit,
-		LimitZones: limits.Zones{Load: time.LoadLocation, Local: time.Local}}
+		LimitZones: limits.Zones{Load: (&zoneCache{}).load, Local: time.Local}}
 	if traces != nil {
 		// tokens_total and cost_usd_total name the request spans sent.
 		mcfg.Exemplar = traces.exemplar

@@ -183,7 +183,20 @@ func sortForRead(files []*fileState) {
 		}
 		return f.path
 	}
-	slices.SortFunc(files, func(a, b *fileState) int { return strings.Compare(key(a), key(b)) })
+	// Keys are made once, not in every comparison (this sort is on the
+	// backfill's serial start).
+	type keyed struct {
+		key string
+		f   *fileState
+	}
+	ks := make([]keyed, len(files))
+	for i, f := range files {
+		ks[i] = keyed{key(f), f}
+	}
+	slices.SortFunc(ks, func(a, b keyed) int { return strings.Compare(a.key, b.key) })
+	for i := range ks {
+		files[i] = ks[i].f
+	}
 }
 
 // subagentMeta is the .meta.json beside a subagent transcript.

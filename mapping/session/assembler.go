@@ -68,6 +68,14 @@ type Assembler struct {
 	version uint64
 	// gen counts the pauses of FlushHistory.
 	gen uint64
+	// req is the Request handed to the sink: one per emitted request
+	// would be the largest garbage of a backfill, and a Sink must not
+	// retain a unit past the call.
+	req Request
+	// freeReqs and freeTools hold emitted requests' and dropped tool
+	// calls' states for reuse (see newReq and newTool).
+	freeReqs  []*reqState
+	freeTools []*toolState
 }
 
 // Stats counts what the assembler met that is worth a self-metric.
@@ -572,7 +580,9 @@ func (a *Assembler) closeSession(s *sessState, history bool) {
 		a.refreshProject(&t.call.Where)
 		t.call.Outcome = OutcomeUnanswered
 		a.sink.ToolCall(&t.call)
-		a.forget(t)
+		if a.forget(t) {
+			a.recycleTool(t)
+		}
 	}
 	s.openTools = nil
 	var agents []*agentState

@@ -147,7 +147,8 @@ func (a *Assembler) assistant(c *ctxState, r *transcript.Record, now time.Time) 
 			}
 			break
 		}
-		st = &reqState{seq: a.next(), where: a.where(c), msgID: m.ID, start: r.Timestamp, end: r.Timestamp, usageAt: r.Timestamp}
+		st = a.newReq()
+		*st = reqState{seq: a.next(), where: a.where(c), msgID: m.ID, start: r.Timestamp, end: r.Timestamp, usageAt: r.Timestamp}
 		if p, ok := c.lookup(r.ParentUUID); ok && !p.t.IsZero() && (r.Timestamp.IsZero() || !p.t.After(r.Timestamp)) {
 			st.start = p.t
 		}
@@ -177,7 +178,8 @@ func (a *Assembler) assistant(c *ctxState, r *transcript.Record, now time.Time) 
 		if _, ok := a.tools[tu.ID]; ok || a.toolDone(tu.ID) {
 			continue
 		}
-		ts := &toolState{seq: a.next(), call: ToolCall{
+		ts := a.newTool()
+		*ts = toolState{seq: a.next(), call: ToolCall{
 			Where:         where,
 			ToolUseID:     tu.ID,
 			Name:          tu.Name,
@@ -276,7 +278,7 @@ func (a *Assembler) emitRequest(st *reqState) {
 			total: adv.Tokens.Input + adv.Tokens.Output + adv.Tokens.CacheRead + adv.Tokens.CacheWrite5m + adv.Tokens.CacheWrite1h,
 			lab:   a.labels(al), day: day})
 	}
-	a.sink.Request(&Request{
+	a.req = Request{
 		Where:           st.where,
 		MessageID:       st.msgID,
 		RequestID:       st.requestID,
@@ -294,7 +296,35 @@ func (a *Assembler) emitRequest(st *reqState) {
 		ToolUseIDs:      st.toolIDs,
 		Text:            st.text,
 		Thinking:        st.thinking,
-	})
+	}
+	a.sink.Request(&a.req)
+	a.req = Request{}
+	a.recycle(st)
+}
+
+// maxFreeReqs bounds the request states kept for reuse.
+const maxFreeReqs = 256
+
+// newReq returns a request state to fill: an emitted one when there is
+// one (a request state per request was a fifth of a backfill's garbage).
+func (a *Assembler) newReq() *reqState {
+	if n := len(a.freeReqs); n > 0 {
+		st := a.freeReqs[n-1]
+		a.freeReqs[n-1] = nil
+		a.freeReqs = a.freeReqs[:n-1]
+		return st
+	}
+	return new(reqState)
+}
+
+// recycle takes back the state of an emitted request, which nothing
+// references any more (emitRequest removed it from the pending ones). It
+// is cleared, slices included: a state snapshot may share them.
+func (a *Assembler) recycle(st *reqState) {
+	*st = reqState{}
+	if len(a.freeReqs) < maxFreeReqs {
+		a.freeReqs = append(a.freeReqs, st)
+	}
 }
 
 // grow counts what a later, better copy of an emitted request (or of its

@@ -79,7 +79,8 @@ func (a *Assembler) takeResults(r *transcript.Record) {
 		if tr.ToolUseID == "" {
 			continue
 		}
-		res := &earlyResult{isError: tr.IsError, t: r.Timestamp, output: tr.Content, rejected: tr.Rejected}
+		// On the stack: only a result that waits for its call is kept.
+		res := earlyResult{isError: tr.IsError, t: r.Timestamp, output: tr.Content, rejected: tr.Rejected}
 		if len(m.ToolResults) == 1 {
 			// toolUseResult belongs to the record: to its only result.
 			res.task, res.edit, res.prURL = r.TaskResult, r.Edit, r.OutputPRURL
@@ -91,10 +92,11 @@ func (a *Assembler) takeResults(r *transcript.Record) {
 				continue
 			}
 			if _, ok := a.early[tr.ToolUseID]; !ok {
-				a.early[tr.ToolUseID] = res
+				kept := res
+				a.early[tr.ToolUseID] = &kept
 			}
 		case !t.done:
-			a.finishTool(t, res)
+			a.finishTool(t, &res)
 		}
 	}
 }
@@ -149,7 +151,11 @@ func (a *Assembler) finishTool(t *toolState, res *earlyResult) {
 		}
 	}
 	a.sink.ToolCall(call)
-	a.forget(t)
+	if a.forget(t) {
+		// Dropped, so call.AgentID is "": nothing below reads the call.
+		a.recycleTool(t)
+		return
+	}
 	if call.AgentID != "" {
 		if ag := a.agents[call.AgentID]; ag != nil && !ag.emitted {
 			if ag.agentType == "" {
@@ -171,9 +177,37 @@ func (a *Assembler) finishTool(t *toolState, res *earlyResult) {
 // forget drops a finished tool call's details, keeping its id for dedup;
 // Task/Agent calls keep theirs (a subagent read later takes its type and
 // description from them).
-func (a *Assembler) forget(t *toolState) {
+// It reports whether the call was dropped: then nothing references t
+// any more, and the caller hands it to recycleTool once done with it.
+func (a *Assembler) forget(t *toolState) bool {
 	if t.call.SubagentType == "" && t.call.Description == "" && t.call.AgentID == "" {
 		delete(a.tools, t.call.ToolUseID)
 		a.doneTools.add(idKey(keyTool, t.call.ToolUseID))
+		return true
+	}
+	return false
+}
+
+// maxFreeTools bounds the tool call states kept for reuse.
+const maxFreeTools = 256
+
+// newTool returns a tool call state to fill: a dropped one when there is
+// one (a state per call was a fifth of a backfill's garbage).
+func (a *Assembler) newTool() *toolState {
+	if n := len(a.freeTools); n > 0 {
+		t := a.freeTools[n-1]
+		a.freeTools[n-1] = nil
+		a.freeTools = a.freeTools[:n-1]
+		return t
+	}
+	return new(toolState)
+}
+
+// recycleTool takes back a state forget dropped, cleared whole (a state
+// snapshot may share its slices).
+func (a *Assembler) recycleTool(t *toolState) {
+	*t = toolState{}
+	if len(a.freeTools) < maxFreeTools {
+		a.freeTools = append(a.freeTools, t)
 	}
 }

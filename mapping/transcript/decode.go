@@ -68,6 +68,9 @@ type Decoder struct {
 	embedding bool
 	// diff is the scratch of the line diffs of edit inputs.
 	diff diffScratch
+	// unesc is the scratch strings are unescaped into before they are
+	// interned or copied, so that each costs at most one allocation.
+	unesc []byte
 }
 
 // internMax bounds the intern table; it is cleared when full.
@@ -128,7 +131,9 @@ func IsBlank(line []byte) bool { return skipWS(line, 0) == len(line) }
 
 func (d *Decoder) internBytes(raw []byte, escaped bool) string {
 	if escaped {
-		return d.internString(string(appendUnescaped(nil, raw, -1)))
+		s := d.internBytes(d.unescape(raw), false)
+		d.dropScratch()
+		return s
 	}
 	if s, ok := d.intern[string(raw)]; ok {
 		return s
@@ -195,13 +200,38 @@ func (d *Decoder) str(b []byte, i int, intern bool) (string, int, error) {
 		if intern {
 			return d.internBytes(raw, esc), next, nil
 		}
-		if !esc {
-			return string(raw), next, nil
-		}
-		return string(appendUnescaped(nil, raw, -1)), next, nil
+		return d.plain(raw, esc), next, nil
 	}
 	next, err := skipValue(b, i)
 	return "", next, err
+}
+
+// plain returns the string a JSON string's raw content stands for,
+// unescaped when escaped is set.
+func (d *Decoder) plain(raw []byte, escaped bool) string {
+	if !escaped {
+		return string(raw)
+	}
+	s := string(d.unescape(raw))
+	d.dropScratch()
+	return s
+}
+
+// unescape unescapes raw into the decoder's scratch; the result is valid
+// until the next call.
+func (d *Decoder) unescape(raw []byte) []byte {
+	d.unesc = appendUnescaped(d.unesc[:0], raw, -1)
+	return d.unesc
+}
+
+// maxScratch is the largest unescape scratch a decoder keeps.
+const maxScratch = 64 << 10
+
+// dropScratch lets go of a scratch grown for an unusually long string.
+func (d *Decoder) dropScratch() {
+	if cap(d.unesc) > maxScratch {
+		d.unesc = nil
+	}
 }
 
 // record decodes the object at b[i] into r. It serves top-level lines and
