@@ -68,7 +68,8 @@ func run(args []string) int {
 	app.Flag("oneshot.history-instance", "The instance label of the history's series: the target address Prometheus scrapes the live exporter at.").Default(cfg.OneshotHistoryInstance).StringVar(&cfg.OneshotHistoryInstance)
 	intFlag(app, "tail.max-line-bytes", "Longest transcript line read; longer lines are counted as too_long and skipped.", &cfg.MaxLineBytes)
 	intFlag(app, "tail.backfill-group-bytes", "How much history the backfill reads between two settles: memory holds the open state of one such group.", &cfg.GroupBytes)
-	durationFlag(app, "tail.rescan-interval", "How often the Claude dirs are walked for new and changed files (the safety net for lost notifications; with --tail.poll-only, how soon new files are found).", &cfg.RescanInterval)
+	durationFlag(app, "tail.rescan-interval", "How often the Claude dirs are walked for new and changed files when notifications do not cover them all (--tail.poll-only, watch limit reached, transcripts in unwatched dirs): then how soon new files are found.", &cfg.RescanInterval)
+	durationFlag(app, "tail.watched-rescan-interval", "How often the Claude dirs are walked while notifications cover every transcript (the safety net; lost notifications ask for a walk at once). Never shorter than --tail.rescan-interval.", &cfg.WatchedRescanInterval)
 	durationFlag(app, "tail.poll-interval", "How often known files are checked for new lines.", &cfg.PollInterval)
 	durationFlag(app, "tail.settle", "How long a request whose lines carry no stop reason waits for another line before it is counted; "+
 		"a line with a stop reason counts its request at once.", &cfg.Settle)

@@ -269,12 +269,13 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger, stdout io.Writer)
 
 	// Discover: fsnotify on directories as a hint, the rescan as truth.
 	watcher, err := discover.New(discover.Config{
-		Roots:          cfg.ClaudeDirs,
-		Match:          session.IsTranscriptName,
-		RescanInterval: cfg.RescanInterval,
-		PollOnly:       cfg.PollOnly,
-		Logger:         logger.With("component", "discover"),
-		Now:            now,
+		Roots:                 cfg.ClaudeDirs,
+		Match:                 session.IsTranscriptName,
+		RescanInterval:        cfg.RescanInterval,
+		WatchedRescanInterval: cfg.WatchedRescanInterval,
+		PollOnly:              cfg.PollOnly,
+		Logger:                logger.With("component", "discover"),
+		Now:                   now,
 	})
 	if err != nil {
 		return fmt.Errorf("watch claude dirs: %w", err)
