@@ -237,7 +237,9 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger, stdout io.Writer)
 			return err
 		}
 		if saved != nil {
-			if err := restoreState(saved, usage, asm, mapper, rd, now()); err != nil {
+			err := restoreState(saved, usage, asm, mapper, rd, now())
+			saved.Close()
+			if err != nil {
 				return fmt.Errorf("restore state file %s: %w (start with %s to discard it)", cfg.StateFile, err, checkpoint.ResetFlag)
 			}
 			st.since(saved.WrittenAt)

@@ -59,10 +59,27 @@ func (s *snapshot) large() bool { return len(s.files) > 2000 }
 // header.
 func (s *snapshot) write() error {
 	f := &checkpoint.File{WrittenAt: s.at.UTC(), Roots: s.cfg.ClaudeDirs, Files: s.files}
+	core, extra := s.payloads()
+	return checkpoint.Write(s.cfg.StateFile, f, append(core, extra...)...)
+}
+
+// payloads lists the values written after the file table, in order: core
+// are the counters and the assembler state, extra what files written
+// before they were kept lack (blocks, project labels). The assembler's
+// large slices (one element per session, per request counted, per line
+// seen) follow its other fields as checkpoint.Chunked values, so that no
+// encoded buffer holds one whole; restoreState reads them back.
+func (s *snapshot) payloads() (core, extra []any) {
 	if s.projects == nil {
 		s.projects = map[string]string{}
 	}
-	return checkpoint.Write(s.cfg.StateFile, f, &s.counters, &s.asm, &s.blocks, &s.projects)
+	head := s.asm
+	head.Sessions, head.DoneRequests, head.SeenKeys = nil, nil, nil
+	core = []any{&s.counters, &head,
+		checkpoint.Chunked[session.SessionState](s.asm.Sessions),
+		checkpoint.Chunked[session.DoneRequest](s.asm.DoneRequests),
+		checkpoint.Chunked[uint64](s.asm.SeenKeys)}
+	return core, []any{&s.blocks, &s.projects}
 }
 
 // restoreState loads a saved state into the counters, the assembler and
@@ -95,6 +112,18 @@ func restoreState(f *checkpoint.File, usage *prom.Metrics, asm *session.Assemble
 	}
 	if err := decodeNext(&as); err != nil {
 		return fmt.Errorf("restore assembler state: %w", err)
+	}
+	if f.Version >= 4 {
+		// Its large slices follow in chunks (snapshot.payloads).
+		var err error
+		if as.Sessions, err = checkpoint.NextChunked(f, as.Sessions); err == nil {
+			if as.DoneRequests, err = checkpoint.NextChunked(f, as.DoneRequests); err == nil {
+				as.SeenKeys, err = checkpoint.NextChunked(f, as.SeenKeys)
+			}
+		}
+		if err != nil {
+			return fmt.Errorf("restore assembler state: %w", err)
+		}
 	}
 	if err := asm.Restore(as, now); err != nil {
 		return err
