@@ -108,7 +108,31 @@ func (c Chunked[T]) encodeChunks(enc *gob.Encoder) error {
 	}
 }
 
-// NextChunked decodes the next payload, written as Chunked[T], appending
+// Stream is a slice payload produced a chunk at a time: Write calls it
+// with a yield that encodes each chunk it is given (any length; the slice
+// may be reused once yield returns), so the whole slice never exists in
+// memory, neither as values nor encoded. It reads back as Chunked does,
+// with NextChunked. A Stream that returns an error fails the Write.
+type Stream[T any] func(yield func([]T) error) error
+
+// ChunkLen is the chunk length a Stream should yield: the one Chunked
+// uses.
+const ChunkLen = chunkLen
+
+func (s Stream[T]) encodeChunks(enc *gob.Encoder) error {
+	err := s(func(items []T) error {
+		if len(items) == 0 {
+			return nil
+		}
+		return enc.Encode(chunk[T]{Items: items, More: true})
+	})
+	if err != nil {
+		return err
+	}
+	return enc.Encode(chunk[T]{})
+}
+
+// NextChunked decodes the next payload, written as Chunked[T] or Stream[T], appending
 // its elements to dst.
 func NextChunked[T any](f *File, dst []T) ([]T, error) {
 	for {

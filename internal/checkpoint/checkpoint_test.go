@@ -314,3 +314,52 @@ func TestVersion3StateStillLoads(t *testing.T) {
 		t.Fatalf("version 3 state: %+v, %v", f.Files, seen2)
 	}
 }
+
+// TestStreamPayloadReadsBackLikeChunked writes a payload produced chunk by
+// chunk from a reused buffer and reads it back whole.
+func TestStreamPayloadReadsBackLikeChunked(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "state")
+	const n = 5000
+	produce := Stream[uint64](func(yield func([]uint64) error) error {
+		buf := make([]uint64, 0, 700)
+		for i := range uint64(n) {
+			if len(buf) == cap(buf) {
+				if err := yield(buf); err != nil {
+					return err
+				}
+				buf = buf[:0] // reused: the chunk was encoded
+			}
+			buf = append(buf, i*3)
+		}
+		return yield(buf)
+	})
+	after := "after"
+	if err := Write(path, &File{}, produce, Stream[uint64](func(func([]uint64) error) error { return nil }), &after); err != nil {
+		t.Fatal(err)
+	}
+	f, err := Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	got, err := NextChunked(f, []uint64(nil))
+	if err != nil || len(got) != n {
+		t.Fatalf("streamed payload: %d values, %v; want %d", len(got), err, n)
+	}
+	for i, v := range got {
+		if v != uint64(i)*3 {
+			t.Fatalf("value %d = %d, want %d", i, v, i*3)
+		}
+	}
+	if empty, err := NextChunked(f, []uint64(nil)); err != nil || len(empty) != 0 {
+		t.Fatalf("empty stream: %v, %v", empty, err)
+	}
+	var s string
+	if err := f.Next(&s); err != nil || s != after {
+		t.Fatalf("value after the streams: %q, %v", s, err)
+	}
+	failing := Stream[uint64](func(func([]uint64) error) error { return errors.New("producer failed") })
+	if err := Write(path, &File{}, failing); err == nil || !strings.Contains(err.Error(), "producer failed") {
+		t.Errorf("a failing stream wrote the file: %v", err)
+	}
+}
