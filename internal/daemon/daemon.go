@@ -218,6 +218,8 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger, stdout io.Writer)
 	if err != nil {
 		return err
 	}
+	// A small history's daemon stays near 64 MiB resident (memlimit.go).
+	defer startSoftLimit(os.Getenv, logger.With("component", "runtime"))()
 
 	// Durable state: counters, dedup state and file watermarks from the
 	// last run, so that nothing is counted twice and nothing is lost.
