@@ -18,12 +18,19 @@ import (
 	"github.com/claude-transcript-exporter/claude-transcript-exporter/internal/tail"
 )
 
-// Version is the state file format version. Version 3 adds a SHA-256 of
-// the payload, so a damaged file is an error instead of bogus counters;
-// version 2 (the same without it) is still read. Version 2 was the first
-// gob-encoded one (version 1 was JSON, which took seconds to read for a
-// large history).
-const Version = 3
+// Version is the state file format version. Version 4 writes the file
+// table after the File as chunks (see Chunked), so that no encoded buffer
+// holds it whole; version 3 (the table inside the File) is still read.
+// Version 3 added a SHA-256 of the payload, so a damaged file is an error
+// instead of bogus counters; version 2 (the same without it) is still
+// read. Version 2 was the first gob-encoded one (version 1 was JSON, which
+// took seconds to read for a large history).
+const Version = 4
+
+// chunkLen is how many elements one gob value of a Chunked payload holds:
+// the encoder buffers one value whole, so this bounds that buffer (a
+// history of 100,000 files is tens of megabytes encoded).
+const chunkLen = 2048
 
 // checksumPrefix starts the last line of version 3 files: the hex SHA-256
 // of the encoded payload between the magic and that line follows it. It
@@ -61,17 +68,93 @@ type File struct {
 	Metrics   []byte `json:"metrics"`
 	Assembler []byte `json:"assembler"`
 
-	// rest decodes the payload values after the File (version 3).
-	rest *gob.Decoder
+	// rest decodes the payload values after the File (version 3 on);
+	// closer is the file it reads.
+	rest   *gob.Decoder
+	closer io.Closer
 }
 
-// Next decodes the next payload value of a version 3 file into v, in the
-// order Write was given them.
+// Next decodes the next payload value of a version 3 or 4 file into v, in
+// the order Write was given them. A payload given to Write as Chunked is
+// read with NextChunked.
 func (f *File) Next(v any) error {
 	if f.rest == nil {
 		return errors.New("state file has no payload values")
 	}
 	return f.rest.Decode(v)
+}
+
+// Chunked is a slice payload that Write encodes as a run of gob values of
+// at most chunkLen elements, the last one marked, so that a large slice is
+// never held encoded in memory whole. NextChunked reads it back.
+type Chunked[T any] []T
+
+// chunk is one gob value of a Chunked payload.
+type chunk[T any] struct {
+	Items []T
+	More  bool // more chunks of the same payload follow
+}
+
+// chunkEncoder is implemented by Chunked.
+type chunkEncoder interface{ encodeChunks(enc *gob.Encoder) error }
+
+func (c Chunked[T]) encodeChunks(enc *gob.Encoder) error {
+	for i := 0; ; i += chunkLen {
+		j := min(i+chunkLen, len(c))
+		if err := enc.Encode(chunk[T]{Items: c[i:j], More: j < len(c)}); err != nil {
+			return err
+		}
+		if j == len(c) {
+			return nil
+		}
+	}
+}
+
+// Stream is a slice payload produced a chunk at a time: Write calls it
+// with a yield that encodes each chunk it is given (any length; the slice
+// may be reused once yield returns), so the whole slice never exists in
+// memory, neither as values nor encoded. It reads back as Chunked does,
+// with NextChunked. A Stream that returns an error fails the Write.
+type Stream[T any] func(yield func([]T) error) error
+
+// ChunkLen is the chunk length a Stream should yield: the one Chunked
+// uses.
+const ChunkLen = chunkLen
+
+func (s Stream[T]) encodeChunks(enc *gob.Encoder) error {
+	err := s(func(items []T) error {
+		if len(items) == 0 {
+			return nil
+		}
+		return enc.Encode(chunk[T]{Items: items, More: true})
+	})
+	if err != nil {
+		return err
+	}
+	return enc.Encode(chunk[T]{})
+}
+
+// NextChunked decodes the next payload, written as Chunked[T] or Stream[T], appending
+// its elements to dst.
+func NextChunked[T any](f *File, dst []T) ([]T, error) {
+	for {
+		var c chunk[T]
+		if err := f.Next(&c); err != nil {
+			return dst, err
+		}
+		dst = append(dst, c.Items...)
+		if !c.More {
+			return dst, nil
+		}
+	}
+}
+
+// encodePayload encodes one payload value, chunked when it is Chunked.
+func encodePayload(enc *gob.Encoder, p any) error {
+	if c, ok := p.(chunkEncoder); ok {
+		return c.encodeChunks(enc)
+	}
+	return enc.Encode(p)
 }
 
 // Entry is one transcript file's identity and watermarks.
@@ -113,41 +196,85 @@ func DefaultPath(getenv func(string) string, home string) string {
 // Load reads the state file. A missing file is (nil, nil): a first start.
 // Anything else that goes wrong is an error naming the file and the flag
 // that resets it.
+//
+// The file is read twice and never held whole in memory: once through the
+// hash, to check the checksum, then through the decoder. The payload
+// values are decoded as File.Next is called; Close releases the file.
 func Load(path string) (*File, error) {
-	b, err := safefile.ReadFile(path, MaxBytes)
+	r, fi, err := safefile.Open(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
 	if err != nil {
 		return nil, readError(path, err)
 	}
+	f, err := load(path, r, fi.Size())
+	if err != nil {
+		r.Close()
+		return nil, err
+	}
+	f.closer = r
+	return f, nil
+}
+
+func load(path string, r *os.File, size int64) (*File, error) {
+	if size > MaxBytes {
+		return nil, readError(path, fmt.Errorf("%w: %d bytes, the limit is %d", safefile.ErrTooLarge, size, MaxBytes))
+	}
 	corrupt := func(why string) error {
 		return fmt.Errorf("read state file %s: corrupt: %s (start with %s to discard it)", path, why, ResetFlag)
 	}
-	if !bytes.HasPrefix(b, []byte(magic)) {
+	head := make([]byte, len(magic))
+	if _, err := io.ReadFull(r, head); err != nil || string(head) != magic {
 		return nil, fmt.Errorf("read state file %s: not a state file of this exporter, or from an older version (start with %s to discard it)", path, ResetFlag)
 	}
-	payload, sum := b[len(magic):], []byte(nil)
-	if n := len(payload); n >= trailerLen && bytes.HasPrefix(payload[n-trailerLen:], []byte(checksumPrefix)) && payload[n-1] == '\n' {
-		sum, payload = payload[n-trailerLen+len(checksumPrefix):n-1], payload[:n-trailerLen]
-		got := sha256.Sum256(payload)
-		if string(sum) != hex.EncodeToString(got[:]) {
-			return nil, corrupt("checksum mismatch")
+	payloadLen, sum := size-int64(len(magic)), []byte(nil)
+	if payloadLen >= int64(trailerLen) {
+		trailer := make([]byte, trailerLen)
+		if _, err := r.ReadAt(trailer, size-int64(trailerLen)); err != nil {
+			return nil, readError(path, err)
+		}
+		if bytes.HasPrefix(trailer, []byte(checksumPrefix)) && trailer[trailerLen-1] == '\n' {
+			sum, payloadLen = trailer[len(checksumPrefix):trailerLen-1], payloadLen-int64(trailerLen)
+			h := sha256.New()
+			if _, err := io.Copy(h, io.NewSectionReader(r, int64(len(magic)), payloadLen)); err != nil {
+				return nil, readError(path, err)
+			}
+			if string(sum) != hex.EncodeToString(h.Sum(nil)) {
+				return nil, corrupt("checksum mismatch")
+			}
 		}
 	}
 	var f File
-	dec := gob.NewDecoder(bytes.NewReader(payload))
+	dec := gob.NewDecoder(bufio.NewReaderSize(io.NewSectionReader(r, int64(len(magic)), payloadLen), 64<<10))
 	f.rest = dec
 	if err := dec.Decode(&f); err != nil {
 		return nil, corrupt(err.Error())
 	}
 	switch {
-	case f.Version == Version && sum == nil:
+	case f.Version >= 3 && f.Version <= Version && sum == nil:
 		return nil, corrupt("checksum missing")
-	case f.Version == 2 && sum != nil, f.Version != Version && f.Version != 2:
+	case f.Version == 2 && sum != nil, f.Version < 2 || f.Version > Version:
 		return nil, fmt.Errorf("read state file %s: version %d, this exporter reads %d (start with %s to discard it)", path, f.Version, Version, ResetFlag)
 	}
+	if f.Version >= 4 {
+		var err error
+		if f.Files, err = NextChunked(&f, f.Files[:0]); err != nil {
+			return nil, corrupt("file table: " + err.Error())
+		}
+	}
 	return &f, nil
+}
+
+// Close releases the state file Load opened. The payload values cannot be
+// read after it.
+func (f *File) Close() error {
+	if f == nil || f.closer == nil {
+		return nil
+	}
+	err := f.closer.Close()
+	f.closer, f.rest = nil, nil
+	return err
 }
 
 // Write writes the state file atomically: a temp file in the same
@@ -171,10 +298,16 @@ func Write(path string, f *File, payloads ...any) error {
 	h := sha256.New()
 	w.WriteString(magic)
 	enc := gob.NewEncoder(io.MultiWriter(w, h))
-	err = enc.Encode(f)
+	// The file table follows the File in chunks.
+	head := *f
+	head.Files, head.rest, head.closer = nil, nil, nil
+	err = enc.Encode(&head)
+	if err == nil {
+		err = Chunked[Entry](f.Files).encodeChunks(enc)
+	}
 	for _, p := range payloads {
 		if err == nil {
-			err = enc.Encode(p)
+			err = encodePayload(enc, p)
 		}
 	}
 	if err == nil {

@@ -2,8 +2,11 @@ package checkpoint
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"encoding/gob"
+	"encoding/hex"
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -235,5 +238,128 @@ func TestUnreadableStateFileIsAPermissionProblemNotAReset(t *testing.T) {
 	other := readError("/s/state", errors.New("input/output error"))
 	if !strings.Contains(other.Error(), ResetFlag) {
 		t.Errorf("%q: a damaged file should still name %s", other, ResetFlag)
+	}
+}
+
+// TestChunkedPayloadsAndFileTableRoundTripAtEveryChunkBoundary writes the
+// file table and chunked slices of lengths around the chunk size, with
+// plain values between them, and reads everything back in order.
+func TestChunkedPayloadsAndFileTableRoundTripAtEveryChunkBoundary(t *testing.T) {
+	for _, n := range []int{0, 1, chunkLen - 1, chunkLen, chunkLen + 1, 3*chunkLen + 7} {
+		t.Run(fmt.Sprint(n), func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "state")
+			in := &File{Roots: []string{"/r"}}
+			keys := make([]uint64, n)
+			for i := range n {
+				in.Files = append(in.Files, Entry{Path: fmt.Sprintf("/r/projects/p/%d.jsonl", i), Fingerprint: "ab", FPLen: 2, Counted: int64(i), Exported: int64(i)})
+				keys[i] = uint64(i) * 7
+			}
+			names := []string{"a", "b"}
+			if err := Write(path, in, Chunked[uint64](keys), &names, Chunked[string](nil)); err != nil {
+				t.Fatal(err)
+			}
+			f, err := Load(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			if len(f.Files) != n || n > 0 && f.Files[n-1] != in.Files[n-1] {
+				t.Fatalf("file table: %d entries, want %d", len(f.Files), n)
+			}
+			got, err := NextChunked(f, []uint64(nil))
+			if err != nil || len(got) != n || n > 0 && got[n-1] != keys[n-1] {
+				t.Fatalf("chunked keys: %d, %v, want %d", len(got), err, n)
+			}
+			var names2 []string
+			if err := f.Next(&names2); err != nil || strings.Join(names2, ",") != "a,b" {
+				t.Fatalf("value after the chunks: %q, %v", names2, err)
+			}
+			if empty, err := NextChunked(f, []string(nil)); err != nil || len(empty) != 0 {
+				t.Fatalf("empty chunked slice: %q, %v", empty, err)
+			}
+			if err := f.Next(&names2); err == nil {
+				t.Error("a value read past the last one")
+			}
+		})
+	}
+}
+
+// TestVersion3StateStillLoads reads a state written by the previous
+// release (version 3: the file table inside the File, payloads whole), so
+// that an upgrade keeps its counters.
+func TestVersion3StateStillLoads(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "state")
+	var payload bytes.Buffer
+	enc := gob.NewEncoder(&payload)
+	in := File{Version: 3, Roots: []string{"/r"}, Files: []Entry{{Path: "/r/projects/p/s.jsonl", Counted: 5, Exported: 5}}}
+	seen := []uint64{4, 5}
+	if err := enc.Encode(&in); err != nil {
+		t.Fatal(err)
+	}
+	if err := enc.Encode(&seen); err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256(payload.Bytes())
+	b := append(append([]byte(magic), payload.Bytes()...), checksumPrefix+hex.EncodeToString(sum[:])+"\n"...)
+	if err := os.WriteFile(path, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	f, err := Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var seen2 []uint64
+	if len(f.Files) != 1 || f.Files[0].Counted != 5 || f.Next(&seen2) != nil || len(seen2) != 2 {
+		t.Fatalf("version 3 state: %+v, %v", f.Files, seen2)
+	}
+}
+
+// TestStreamPayloadReadsBackLikeChunked writes a payload produced chunk by
+// chunk from a reused buffer and reads it back whole.
+func TestStreamPayloadReadsBackLikeChunked(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "state")
+	const n = 5000
+	produce := Stream[uint64](func(yield func([]uint64) error) error {
+		buf := make([]uint64, 0, 700)
+		for i := range uint64(n) {
+			if len(buf) == cap(buf) {
+				if err := yield(buf); err != nil {
+					return err
+				}
+				buf = buf[:0] // reused: the chunk was encoded
+			}
+			buf = append(buf, i*3)
+		}
+		return yield(buf)
+	})
+	after := "after"
+	if err := Write(path, &File{}, produce, Stream[uint64](func(func([]uint64) error) error { return nil }), &after); err != nil {
+		t.Fatal(err)
+	}
+	f, err := Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	got, err := NextChunked(f, []uint64(nil))
+	if err != nil || len(got) != n {
+		t.Fatalf("streamed payload: %d values, %v; want %d", len(got), err, n)
+	}
+	for i, v := range got {
+		if v != uint64(i)*3 {
+			t.Fatalf("value %d = %d, want %d", i, v, i*3)
+		}
+	}
+	if empty, err := NextChunked(f, []uint64(nil)); err != nil || len(empty) != 0 {
+		t.Fatalf("empty stream: %v, %v", empty, err)
+	}
+	var s string
+	if err := f.Next(&s); err != nil || s != after {
+		t.Fatalf("value after the streams: %q, %v", s, err)
+	}
+	failing := Stream[uint64](func(func([]uint64) error) error { return errors.New("producer failed") })
+	if err := Write(path, &File{}, failing); err == nil || !strings.Contains(err.Error(), "producer failed") {
+		t.Errorf("a failing stream wrote the file: %v", err)
 	}
 }

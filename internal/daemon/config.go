@@ -70,8 +70,12 @@ type Config struct {
 	// (--tail.backfill-group-bytes): memory holds one group's open state.
 	GroupBytes     int
 	RescanInterval time.Duration // --tail.rescan-interval
-	PollOnly       bool          // --tail.poll-only
-	PollInterval   time.Duration // --tail.poll-interval
+	// WatchedRescanInterval is the rescan period while notifications
+	// cover every transcript (--tail.watched-rescan-interval); never
+	// shorter than RescanInterval.
+	WatchedRescanInterval time.Duration
+	PollOnly              bool          // --tail.poll-only
+	PollInterval          time.Duration // --tail.poll-interval
 	// Settle is how long a request whose lines carry no stop reason waits
 	// for another line before it is counted (--tail.settle); a line with a
 	// stop reason counts its request at once.
@@ -188,6 +192,7 @@ func NewConfig() Config {
 		MaxLineBytes:           transcript.DefaultMaxLineBytes,
 		GroupBytes:             DefaultGroupBytes,
 		RescanInterval:         discover.DefaultRescanInterval,
+		WatchedRescanInterval:  discover.DefaultWatchedRescanInterval,
 		PollInterval:           time.Second,
 		Settle:                 session.DefaultSettle,
 		ProjectLabel:           string(metrics.ProjectBasename),
@@ -285,6 +290,9 @@ func (c *Config) Validate() error {
 	}
 	if c.RescanInterval < 100*time.Millisecond {
 		return fmt.Errorf("--tail.rescan-interval: %s is below 100ms", c.RescanInterval)
+	}
+	if c.WatchedRescanInterval < 100*time.Millisecond {
+		return fmt.Errorf("--tail.watched-rescan-interval: %s is below 100ms", c.WatchedRescanInterval)
 	}
 	if c.PollInterval < 10*time.Millisecond {
 		return fmt.Errorf("--tail.poll-interval: %s is below 10ms", c.PollInterval)

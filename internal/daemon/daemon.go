@@ -149,6 +149,8 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger, stdout io.Writer)
 	if err != nil {
 		return err
 	}
+	// A small history's daemon stays near 64 MiB resident (memlimit.go).
+	defer startSoftLimit(os.Getenv, logger.With("component", "runtime"))()
 
 	// Durable state: counters, dedup state and file watermarks from the
 	// last run, so that nothing is counted twice and nothing is lost.
@@ -168,7 +170,9 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger, stdout io.Writer)
 			return err
 		}
 		if saved != nil {
-			if err := restoreState(saved, usage, asm, mapper, rd, now()); err != nil {
+			err := restoreState(saved, usage, asm, mapper, rd, now())
+			saved.Close()
+			if err != nil {
 				return fmt.Errorf("restore state file %s: %w (start with %s to discard it)", cfg.StateFile, err, checkpoint.ResetFlag)
 			}
 			st.since(saved.WrittenAt)
@@ -200,12 +204,13 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger, stdout io.Writer)
 
 	// Discover: fsnotify on directories as a hint, the rescan as truth.
 	watcher, err := discover.New(discover.Config{
-		Roots:          cfg.ClaudeDirs,
-		Match:          session.IsTranscriptName,
-		RescanInterval: cfg.RescanInterval,
-		PollOnly:       cfg.PollOnly,
-		Logger:         logger.With("component", "discover"),
-		Now:            now,
+		Roots:                 cfg.ClaudeDirs,
+		Match:                 session.IsTranscriptName,
+		RescanInterval:        cfg.RescanInterval,
+		WatchedRescanInterval: cfg.WatchedRescanInterval,
+		PollOnly:              cfg.PollOnly,
+		Logger:                logger.With("component", "discover"),
+		Now:                   now,
 	})
 	if err != nil {
 		return fmt.Errorf("watch claude dirs: %w", err)

@@ -46,6 +46,7 @@ func TestProjectLabelsAreKeptInTheStateFile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer saved.Close()
 	usage, asm, mapper, rd = build()
 	if err := restoreState(saved, usage, asm, mapper, rd, now); err != nil {
 		t.Fatal(err)
@@ -70,13 +71,15 @@ func TestStateFileWithoutProjectLabelsStillLoads(t *testing.T) {
 	asm := session.New(session.Config{}, mapper)
 	rd := newReader(&cfg, slog.New(slog.DiscardHandler), prom.NewSelf(reg), asm, transcript.Options{MaxLineBytes: cfg.MaxLineBytes}, func() time.Time { return now })
 	snap := takeSnapshot(&cfg, usage, asm, rd, now)
-	if err := checkpoint.Write(cfg.StateFile, &checkpoint.File{WrittenAt: now}, &snap.counters, &snap.asm); err != nil {
+	core, _ := snap.payloads()
+	if err := checkpoint.Write(cfg.StateFile, &checkpoint.File{WrittenAt: now}, core...); err != nil {
 		t.Fatal(err)
 	}
 	saved, err := checkpoint.Load(cfg.StateFile)
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer saved.Close()
 	if err := restoreState(saved, usage, asm, mapper, rd, now); err != nil {
 		t.Fatalf("a state file without project labels: %v", err)
 	}

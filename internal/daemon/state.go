@@ -34,12 +34,36 @@ type snapshot struct {
 	// projects is the label given to each working dir (basename labels):
 	// a label once given never changes, across restarts too.
 	projects map[string]string
+	// live, when set, is the assembler itself: asm holds only its
+	// StateHead, and its sessions and counted requests are encoded from
+	// it a chunk at a time (see inPlace).
+	live *session.Assembler
 }
 
 // takeSnapshot copies the counters, the assembler state and the file
 // watermarks.
 func takeSnapshot(cfg *Config, usage *prom.Metrics, asm *session.Assembler, rd *reader, now time.Time) *snapshot {
-	snap := &snapshot{cfg: cfg, at: now, counters: usage.State(), asm: asm.State(), blocks: usage.BlocksState()}
+	snap := &snapshot{cfg: cfg, at: now, counters: usage.State(), asm: asm.State()}
+	snap.fill(usage, rd)
+	return snap
+}
+
+// inPlace is takeSnapshot for a snapshot written before the pipeline goes
+// on (at the end of the backfill and at shutdown): the assembler's
+// sessions and counted requests, most of the state, are not copied but
+// encoded from the assembler a chunk at a time, so that the write holds
+// one chunk of them instead of a copy of them all (at 100,000 sessions,
+// tens of megabytes, just when the backfill's garbage is largest).
+func inPlace(cfg *Config, usage *prom.Metrics, asm *session.Assembler, rd *reader, now time.Time) *snapshot {
+	snap := &snapshot{cfg: cfg, at: now, counters: usage.State(), asm: asm.StateHead(), live: asm}
+	snap.asm.SeenKeys = asm.SeenKeys()
+	snap.fill(usage, rd)
+	return snap
+}
+
+// fill copies the blocks and the file watermarks.
+func (snap *snapshot) fill(usage *prom.Metrics, rd *reader) {
+	snap.blocks = usage.BlocksState()
 	for _, fs := range rd.files {
 		if fs.offset == 0 && fs.fp.Len == 0 {
 			continue
@@ -47,7 +71,6 @@ func takeSnapshot(cfg *Config, usage *prom.Metrics, asm *session.Assembler, rd *
 		snap.files = append(snap.files, checkpoint.Entry{Path: fs.path, Fingerprint: fs.fp.Sum, FPLen: fs.fp.Len, Counted: fs.offset, Exported: fs.offset})
 	}
 	sort.Slice(snap.files, func(i, j int) bool { return snap.files[i].Path < snap.files[j].Path })
-	return snap
 }
 
 // large says the snapshot is big enough that its garbage is worth a
@@ -59,10 +82,34 @@ func (s *snapshot) large() bool { return len(s.files) > 2000 }
 // header.
 func (s *snapshot) write() error {
 	f := &checkpoint.File{WrittenAt: s.at.UTC(), Roots: s.cfg.ClaudeDirs, Files: s.files}
+	core, extra := s.payloads()
+	return checkpoint.Write(s.cfg.StateFile, f, append(core, extra...)...)
+}
+
+// payloads lists the values written after the file table, in order: core
+// are the counters and the assembler state, extra what files written
+// before they were kept lack (blocks, project labels). The assembler's
+// large slices (one element per session, per request counted, per line
+// seen) follow its other fields as checkpoint.Chunked values, so that no
+// encoded buffer holds one whole; restoreState reads them back.
+func (s *snapshot) payloads() (core, extra []any) {
 	if s.projects == nil {
 		s.projects = map[string]string{}
 	}
-	return checkpoint.Write(s.cfg.StateFile, f, &s.counters, &s.asm, &s.blocks, &s.projects)
+	head := s.asm
+	head.Sessions, head.DoneRequests, head.SeenKeys = nil, nil, nil
+	var sessions, done any = checkpoint.Chunked[session.SessionState](s.asm.Sessions), checkpoint.Chunked[session.DoneRequest](s.asm.DoneRequests)
+	if s.live != nil {
+		live := s.live
+		sessions = checkpoint.Stream[session.SessionState](func(yield func([]session.SessionState) error) error {
+			return live.EachSession(checkpoint.ChunkLen, yield)
+		})
+		done = checkpoint.Stream[session.DoneRequest](func(yield func([]session.DoneRequest) error) error {
+			return live.EachDoneRequest(checkpoint.ChunkLen, yield)
+		})
+	}
+	core = []any{&s.counters, &head, sessions, done, checkpoint.Chunked[uint64](s.asm.SeenKeys)}
+	return core, []any{&s.blocks, &s.projects}
 }
 
 // restoreState loads a saved state into the counters, the assembler and
@@ -95,6 +142,18 @@ func restoreState(f *checkpoint.File, usage *prom.Metrics, asm *session.Assemble
 	}
 	if err := decodeNext(&as); err != nil {
 		return fmt.Errorf("restore assembler state: %w", err)
+	}
+	if f.Version >= 4 {
+		// Its large slices follow in chunks (snapshot.payloads).
+		var err error
+		if as.Sessions, err = checkpoint.NextChunked(f, as.Sessions); err == nil {
+			if as.DoneRequests, err = checkpoint.NextChunked(f, as.DoneRequests); err == nil {
+				as.SeenKeys, err = checkpoint.NextChunked(f, as.SeenKeys)
+			}
+		}
+		if err != nil {
+			return fmt.Errorf("restore assembler state: %w", err)
+		}
 	}
 	if err := asm.Restore(as, now); err != nil {
 		return err
@@ -191,7 +250,13 @@ func (k *stateKeeper) save(usage *prom.Metrics, asm *session.Assembler, rd *read
 			return
 		}
 	}
-	snap := takeSnapshot(k.cfg, usage, asm, rd, now)
+	var snap *snapshot
+	if final {
+		// Written before the pipeline goes on: nothing to copy.
+		snap = inPlace(k.cfg, usage, asm, rd, now)
+	} else {
+		snap = takeSnapshot(k.cfg, usage, asm, rd, now)
+	}
 	if k.mapper != nil {
 		snap.projects = k.mapper.ProjectLabels()
 	}

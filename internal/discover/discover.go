@@ -15,6 +15,11 @@ import (
 // Config.RescanInterval is zero (--tail.rescan-interval).
 const DefaultRescanInterval = 30 * time.Second
 
+// DefaultWatchedRescanInterval is the period of the full rescan while the
+// watches cover every transcript (see Config.WatchedRescanInterval) when
+// that field is zero (--tail.watched-rescan-interval).
+const DefaultWatchedRescanInterval = 10 * time.Minute
+
 const (
 	// eventBuffer is the capacity of the Events channel.
 	eventBuffer = 256
@@ -34,6 +39,16 @@ type Config struct {
 	// RescanInterval is the period Step schedules full rescans on
 	// (--tail.rescan-interval); zero means DefaultRescanInterval.
 	RescanInterval time.Duration
+	// WatchedRescanInterval is the period Step schedules full rescans on
+	// while notifications cover every transcript: the watcher runs, the
+	// watch limit was not reached, and the last Scan found every
+	// transcript in a watched directory, read every directory and saw
+	// every root's projects/ dir (or watched the root for it). Lost
+	// notifications (overflow, watcher error, a dropped hint) request a
+	// Scan of their own. Zero means DefaultWatchedRescanInterval; it is
+	// never shorter than RescanInterval, which applies whenever the
+	// watches do not cover everything (--tail.watched-rescan-interval).
+	WatchedRescanInterval time.Duration
 	// PollOnly disables fsnotify entirely (--tail.poll-only): for NFS,
 	// FUSE and Docker Desktop mounts where change events do not arrive.
 	PollOnly bool
@@ -114,9 +129,11 @@ type Watcher struct {
 	roots    []string
 	match    func(string) bool
 	interval time.Duration
-	log      *slog.Logger
-	now      func() time.Time
-	hook     func(string) error
+	// watchedInterval is the period while the watches cover everything.
+	watchedInterval time.Duration
+	log             *slog.Logger
+	now             func() time.Time
+	hook            func(string) error
 
 	fsw    *fsnotify.Watcher // nil when polling only or unavailable
 	events chan Event
@@ -133,11 +150,17 @@ type Watcher struct {
 	known     [][]string
 	lastCount int
 
-	mu         sync.Mutex // guards everything below
-	watched    map[string]uint64
-	seq        uint64 // bumped on every watch added
-	closed     bool
-	next       time.Time // when the periodic rescan is due
+	mu      sync.Mutex // guards everything below
+	watched map[string]uint64
+	seq     uint64 // bumped on every watch added
+	closed  bool
+	last    time.Time // when the last periodic or requested rescan ran
+	scanned bool      // last is set
+	// blind says the last Scan found something the watches do not cover:
+	// a transcript in a directory without a watch, a directory it could
+	// not read or watch, a root without a watch. The periodic rescan is
+	// then the only way to see it change, so it keeps the short interval.
+	blind      bool
 	stats      Stats
 	overflowed bool // the first overflow was logged
 
@@ -158,23 +181,28 @@ func New(cfg Config) (*Watcher, error) {
 	if len(cfg.Roots) == 0 {
 		return nil, errors.New("new discover watcher: no roots")
 	}
-	if cfg.RescanInterval < 0 {
-		return nil, errors.New("new discover watcher: negative RescanInterval")
+	if cfg.RescanInterval < 0 || cfg.WatchedRescanInterval < 0 {
+		return nil, errors.New("new discover watcher: negative rescan interval")
 	}
 	w := &Watcher{
-		match:    cfg.Match,
-		interval: cfg.RescanInterval,
-		log:      cfg.Logger,
-		now:      cfg.Now,
-		hook:     cfg.addWatchHook,
-		events:   make(chan Event, eventBuffer),
-		rescan:   make(chan struct{}, 1),
-		done:     make(chan struct{}),
-		watched:  map[string]uint64{},
+		match:           cfg.Match,
+		interval:        cfg.RescanInterval,
+		watchedInterval: cfg.WatchedRescanInterval,
+		log:             cfg.Logger,
+		now:             cfg.Now,
+		hook:            cfg.addWatchHook,
+		events:          make(chan Event, eventBuffer),
+		rescan:          make(chan struct{}, 1),
+		done:            make(chan struct{}),
+		watched:         map[string]uint64{},
 	}
 	if w.interval == 0 {
 		w.interval = DefaultRescanInterval
 	}
+	if w.watchedInterval == 0 {
+		w.watchedInterval = DefaultWatchedRescanInterval
+	}
+	w.watchedInterval = max(w.watchedInterval, w.interval)
 	if w.log == nil {
 		w.log = slog.New(slog.DiscardHandler)
 	}
@@ -219,17 +247,34 @@ func (w *Watcher) Events() <-chan Event { return w.events }
 // hint, a new or removed watched directory. The caller should Scan.
 func (w *Watcher) RescanNeeded() <-chan struct{} { return w.rescan }
 
-// Step reports whether the periodic rescan is due at now, and if so
-// schedules the next one an interval later. Before the first Scan it is
-// due; each Scan also pushes it an interval past the scan (Config.Now).
+// Step reports whether the periodic rescan is due at now: a period
+// (RescanPeriod, as it is now) after the last time Step said so or a Scan
+// ran (Config.Now). Before the first Scan it is due.
 func (w *Watcher) Step(now time.Time) bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if now.Before(w.next) {
+	if w.scanned && now.Before(w.last.Add(w.periodLocked())) {
 		return false
 	}
-	w.next = now.Add(w.interval)
+	w.last, w.scanned = now, true
 	return true
+}
+
+// RescanPeriod is the period of the periodic rescan now: the watched
+// interval while notifications cover every transcript, else the rescan
+// interval (polling only, no watcher, watch limit reached, or the last
+// Scan found something the watches do not cover).
+func (w *Watcher) RescanPeriod() time.Duration {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.periodLocked()
+}
+
+func (w *Watcher) periodLocked() time.Duration {
+	if w.fsw == nil || w.closed || w.stats.Fallback || w.blind || !w.scanned {
+		return w.interval
+	}
+	return w.watchedInterval
 }
 
 // Stats returns a snapshot of the watcher's counters and flags.

@@ -37,6 +37,7 @@ func (w *Watcher) Scan() ([]File, error) {
 	clear(w.desired)
 	files := make([]File, 0, w.lastCount)
 	var errs []error
+	blind := false
 	for i, root := range w.roots {
 		projects := filepath.Join(root, "projects")
 		fi, err := os.Stat(projects)
@@ -47,6 +48,7 @@ func (w *Watcher) Scan() ([]File, error) {
 				file: func(f File) { files = append(files, f) }}
 			wk.walk(projects, nil)
 			errs = append(errs, wk.errs...)
+			blind = blind || wk.blind
 			w.known[i] = w.known[i][:0]
 			for _, f := range files[start:] {
 				w.known[i] = append(w.known[i], f.Path)
@@ -54,12 +56,18 @@ func (w *Watcher) Scan() ([]File, error) {
 			continue
 		case err == nil || errors.Is(err, fs.ErrNotExist):
 			// Claude Code creates projects/ later: watch the root for it.
-			if ri, rerr := os.Stat(root); rerr == nil && ri.IsDir() {
+			// A root that does not exist (or could not be watched) is
+			// seen by the rescan only.
+			ri, rerr := os.Stat(root)
+			if rerr == nil && ri.IsDir() {
 				w.desired[root] = true
-				w.watch(root)
+			}
+			if rerr != nil || !ri.IsDir() || !w.watch(root) {
+				blind = true
 			}
 		default:
 			errs = append(errs, err)
+			blind = true
 		}
 		w.known[i] = w.known[i][:0]
 	}
@@ -74,7 +82,8 @@ func (w *Watcher) Scan() ([]File, error) {
 	w.lastCount = len(files)
 
 	w.mu.Lock()
-	w.next = w.now().Add(w.interval)
+	w.last, w.scanned = w.now(), true
+	w.blind = blind || len(errs) > 0
 	w.mu.Unlock()
 
 	if len(errs) > 0 {
@@ -107,6 +116,9 @@ type walker struct {
 	// first one not passed yet.
 	known []string
 	pos   int
+	// blind is set when a matching file was found in a directory without
+	// a watch, or a watchable directory could not be watched.
+	blind bool
 	// buf builds paths; found holds the files of the directories being
 	// walked (a stack: each directory's files above its parent's).
 	buf   []byte
@@ -128,11 +140,13 @@ type stat struct {
 // walked, so at most one directory is open at a time. Directories that
 // vanish are skipped silently; other read errors are kept in errs.
 func (wk *walker) walk(dir string, parts []string) {
+	watched := false
 	if watchable(parts) {
 		if wk.desired != nil {
 			wk.desired[dir] = true
 		}
-		wk.w.watch(dir)
+		watched = wk.w.watch(dir)
+		wk.blind = wk.blind || !watched
 	}
 	base := len(wk.found)
 	defer func() { wk.found = wk.found[:base] }()
@@ -155,6 +169,7 @@ func (wk *walker) walk(dir string, parts []string) {
 		if st := wk.found[next]; st.ok {
 			st.f.Path = wk.path(dir, name)
 			wk.file(st.f)
+			wk.blind = wk.blind || !watched
 		}
 		next++
 	}

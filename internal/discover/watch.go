@@ -13,15 +13,16 @@ import (
 )
 
 // watch adds a watch on dir unless it has one, the watcher is polling
-// only, closed, or past its watch limit.
-func (w *Watcher) watch(dir string) {
+// only, closed, or past its watch limit, and reports whether dir has a
+// watch now.
+func (w *Watcher) watch(dir string) bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.fsw == nil || w.closed || w.stats.Fallback {
-		return
+		return false
 	}
 	if _, ok := w.watched[dir]; ok {
-		return
+		return true
 	}
 	var err error
 	if w.hook != nil {
@@ -34,6 +35,7 @@ func (w *Watcher) watch(dir string) {
 	case err == nil:
 		w.seq++
 		w.watched[dir] = w.seq
+		return true
 	case errors.Is(err, fs.ErrNotExist), errors.Is(err, syscall.ENOTDIR):
 		// Gone or replaced under us: the rescan will tell.
 	case isWatchLimit(err):
@@ -46,6 +48,7 @@ func (w *Watcher) watch(dir string) {
 		w.stats.WatchErrors++
 		w.log.Debug("watch directory failed", "path", dir, "err", err)
 	}
+	return false
 }
 
 // isWatchLimit reports whether err says the kernel will not give more

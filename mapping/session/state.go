@@ -148,11 +148,28 @@ type AgentState struct {
 // (sorting a large history on the pipeline goroutine would pause it).
 // Call it between Adds.
 func (a *Assembler) State() State {
+	st := a.StateHead()
+	// Sized up front: a history's state is large, and growing these by
+	// doubling would be most of a snapshot's garbage.
+	st.Sessions = make([]SessionState, 0, len(a.sessions))
+	for _, s := range a.sessions {
+		st.Sessions = append(st.Sessions, s.state())
+	}
+	st.DoneRequests = make([]DoneRequest, 0, a.done.len())
+	a.done.each(func(k uint64, d doneReq) {
+		st.DoneRequests = append(st.DoneRequests, doneRequestState(k, d))
+	})
+	st.SeenKeys = a.SeenKeys()
+	return st
+}
+
+// StateHead is State without its three largest parts, one element per
+// session, per request counted and per line seen: Sessions, DoneRequests
+// and SeenKeys are nil. With EachSession, EachDoneRequest and SeenKeys it
+// gives the whole state without holding a copy of the first two at once.
+func (a *Assembler) StateHead() State {
 	st := State{Version: StateVersion, Seq: a.seq, Stats: a.stats,
-		// Sized up front: a history's state is large, and growing these
-		// by doubling would be most of a snapshot's garbage.
 		Requests: make([]RequestState, 0, len(a.requests)),
-		Sessions: make([]SessionState, 0, len(a.sessions)),
 		Agents:   make([]AgentState, 0, len(a.agents))}
 	for _, r := range a.requests {
 		st.Requests = append(st.Requests, RequestState{Seq: r.seq, Where: r.where, MsgID: r.msgID, Model: r.model, Usage: r.usage,
@@ -163,10 +180,6 @@ func (a *Assembler) State() State {
 	for i, l := range a.labelList {
 		st.Labels[i] = LabelState{Project: l.project, Model: l.model, Attribution: l.attr}
 	}
-	st.DoneRequests = make([]DoneRequest, 0, a.done.len())
-	a.done.each(func(k uint64, d doneReq) {
-		st.DoneRequests = append(st.DoneRequests, DoneRequest{Key: k, Label: d.lab, Counted: d.counted, Out: d.out, Total: d.total, Day: d.day})
-	})
 	for _, t := range a.tools {
 		if t.done {
 			st.DoneTools = append(st.DoneTools, idKey(keyTool, t.call.ToolUseID))
@@ -178,29 +191,84 @@ func (a *Assembler) State() State {
 	for id, e := range a.early {
 		st.Early = append(st.Early, EarlyState{ID: id, IsError: e.isError, T: e.t, Task: e.task, Rejected: e.rejected, Edit: e.edit, PRURL: e.prURL})
 	}
-	st.SeenKeys = a.seen.appendTo(make([]uint64, 0, a.seen.len()))
-	for _, s := range a.sessions {
-		ss := SessionState{Seq: s.seq, ID: s.id, Cwd: s.cwd, Branch: s.branch, Version: s.version, Slug: s.slug, Title: s.title,
-			ProjectDir: s.projectDir, Started: s.started, Ended: s.ended, HasMain: s.hasMain, Start: s.start, Last: s.last,
-			Turns: s.turns}
-		if s.turn != nil {
-			t := *s.turn
-			ss.Turn = &t
-		}
-		for id := range s.openTools {
-			ss.OpenTools = append(ss.OpenTools, id)
-		}
-		for id := range s.agents {
-			ss.Agents = append(ss.Agents, id)
-		}
-		st.Sessions = append(st.Sessions, ss)
-	}
 	for _, ag := range a.agents {
 		st.Agents = append(st.Agents, AgentState{Seq: ag.seq, ID: ag.id, SessionID: ag.sessionID, AgentType: ag.agentType,
 			Description: ag.description, ToolUseID: ag.toolUseID, Warmup: ag.warmup, WarmupKnown: ag.warmupKnown, Background: ag.background,
 			Emitted: ag.emitted, Start: ag.start, End: ag.end, Project: ag.project})
 	}
 	return st
+}
+
+// SeenKeys returns a copy of the keys of the lines seen (State.SeenKeys).
+func (a *Assembler) SeenKeys() []uint64 {
+	return a.seen.appendTo(make([]uint64, 0, a.seen.len()))
+}
+
+// EachSession calls fn with the sessions' states (State.Sessions), at most
+// n at a time, in a buffer fn must not keep; it stops at fn's first error.
+// Call it between Adds.
+func (a *Assembler) EachSession(n int, fn func([]SessionState) error) error {
+	buf := make([]SessionState, 0, max(n, 1))
+	for _, s := range a.sessions {
+		if len(buf) == cap(buf) {
+			if err := fn(buf); err != nil {
+				return err
+			}
+			clear(buf)
+			buf = buf[:0]
+		}
+		buf = append(buf, s.state())
+	}
+	if len(buf) == 0 {
+		return nil
+	}
+	return fn(buf)
+}
+
+// EachDoneRequest calls fn with the counted requests (State.DoneRequests),
+// at most n at a time, in a buffer fn must not keep; it stops at fn's
+// first error. Call it between Adds.
+func (a *Assembler) EachDoneRequest(n int, fn func([]DoneRequest) error) error {
+	buf := make([]DoneRequest, 0, max(n, 1))
+	var err error
+	a.done.each(func(k uint64, d doneReq) {
+		if err != nil {
+			return
+		}
+		if len(buf) == cap(buf) {
+			if err = fn(buf); err != nil {
+				return
+			}
+			buf = buf[:0]
+		}
+		buf = append(buf, doneRequestState(k, d))
+	})
+	if err != nil || len(buf) == 0 {
+		return err
+	}
+	return fn(buf)
+}
+
+func doneRequestState(k uint64, d doneReq) DoneRequest {
+	return DoneRequest{Key: k, Label: d.lab, Counted: d.counted, Out: d.out, Total: d.total, Day: d.day}
+}
+
+// state copies a session's facts.
+func (s *sessState) state() SessionState {
+	ss := SessionState{Seq: s.seq, ID: s.id, Cwd: s.cwd, Branch: s.branch, Version: s.version, Slug: s.slug, Title: s.title,
+		ProjectDir: s.projectDir, Started: s.started, Ended: s.ended, HasMain: s.hasMain, Start: s.start, Last: s.last,
+		Turns: s.turns}
+	if s.turn != nil {
+		t := *s.turn
+		ss.Turn = &t
+	}
+	for id := range s.openTools {
+		ss.OpenTools = append(ss.OpenTools, id)
+	}
+	for id := range s.agents {
+		ss.Agents = append(ss.Agents, id)
+	}
+	return ss
 }
 
 // Restore replaces the assembler's state with st. Call it once, before

@@ -1,0 +1,122 @@
+package daemon
+
+import (
+	"cmp"
+	"fmt"
+	"log/slog"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/claude-transcript-exporter/claude-transcript-exporter/exporter/prom"
+	"github.com/claude-transcript-exporter/claude-transcript-exporter/internal/checkpoint"
+	"github.com/claude-transcript-exporter/claude-transcript-exporter/internal/discover"
+	"github.com/claude-transcript-exporter/claude-transcript-exporter/mapping/metrics"
+	"github.com/claude-transcript-exporter/claude-transcript-exporter/mapping/session"
+	"github.com/claude-transcript-exporter/claude-transcript-exporter/mapping/transcript"
+)
+
+// TestStateWrittenInPlaceRestoresLikeACopy reads a corpus tree, writes
+// the state file once from a copy (the periodic write) and once encoded
+// from the assembler itself (the write at the end of the backfill and at
+// shutdown), and checks that both restore the same assembler state, file
+// table and counters.
+func TestStateWrittenInPlaceRestoresLikeACopy(t *testing.T) {
+	now := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
+	roots, err := filepath.Glob(filepath.Join("..", "..", "testdata", "corpus", "*", "projects"))
+	if err != nil || len(roots) == 0 {
+		t.Fatalf("no corpus trees: %v", err)
+	}
+	cfg := NewConfig()
+	for _, r := range roots {
+		cfg.ClaudeDirs = append(cfg.ClaudeDirs, filepath.Dir(r))
+	}
+	build := func() (*prom.Metrics, *session.Assembler, *metrics.Mapper, *reader) {
+		reg := prometheus.NewRegistry()
+		usage := prom.NewMetrics(reg, time.Minute, func() time.Time { return now })
+		mapper := metrics.NewMapper(metrics.Config{Project: metrics.ProjectBasename}, usage)
+		asm := session.New(session.Config{}, mapper)
+		rd := newReader(&cfg, slog.New(slog.DiscardHandler), prom.NewSelf(reg), asm, transcript.Options{MaxLineBytes: cfg.MaxLineBytes}, func() time.Time { return now })
+		return usage, asm, mapper, rd
+	}
+	usage, asm, mapper, rd := build()
+	w, err := discover.New(discover.Config{Roots: cfg.ClaudeDirs, Match: session.IsTranscriptName, PollOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	found, err := w.Scan()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rd.sync(found, nil)
+	rd.readFiles(rd.sorted(), false)
+	asm.FlushRead(now)
+	want := asm.State()
+	if len(want.Sessions) == 0 || len(want.DoneRequests) <= checkpoint.ChunkLen {
+		t.Fatalf("corpus read gave %d sessions, %d requests", len(want.Sessions), len(want.DoneRequests))
+	}
+
+	restored := map[string]session.State{}
+	for name, take := range map[string]func(*Config, *prom.Metrics, *session.Assembler, *reader, time.Time) *snapshot{
+		"copy": takeSnapshot, "in place": inPlace,
+	} {
+		c := cfg
+		c.StateFile = filepath.Join(t.TempDir(), "state")
+		snap := take(&c, usage, asm, rd, now)
+		snap.projects = mapper.ProjectLabels()
+		if err := snap.write(); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		saved, err := checkpoint.Load(c.StateFile)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		usage2, asm2, mapper2, rd2 := build()
+		err = restoreState(saved, usage2, asm2, mapper2, rd2, now)
+		saved.Close()
+		if err != nil {
+			t.Fatalf("%s: restore: %v", name, err)
+		}
+		read := 0 // empty files have no watermark
+		for _, f := range rd.files {
+			if f.offset > 0 || f.fp.Len > 0 {
+				read++
+			}
+		}
+		if len(rd2.restored) != read {
+			t.Errorf("%s: %d file watermarks restored, want %d", name, len(rd2.restored), read)
+		}
+		if got, want := fmt.Sprint(usage2.State()), fmt.Sprint(usage.State()); got != want {
+			t.Errorf("%s: counters differ after the restore", name)
+		}
+		restored[name] = canonical(asm2.State())
+	}
+	wantC := canonical(want)
+	for name, got := range restored {
+		if !reflect.DeepEqual(got.Sessions, wantC.Sessions) || !reflect.DeepEqual(got.DoneRequests, wantC.DoneRequests) ||
+			!reflect.DeepEqual(got.SeenKeys, wantC.SeenKeys) || got.Seq != wantC.Seq || len(got.Requests) != len(wantC.Requests) {
+			t.Errorf("%s: restored assembler state differs (%d sessions, %d requests, %d keys; want %d, %d, %d)", name,
+				len(got.Sessions), len(got.DoneRequests), len(got.SeenKeys), len(wantC.Sessions), len(wantC.DoneRequests), len(wantC.SeenKeys))
+		}
+	}
+}
+
+// canonical sorts a state's unordered slices.
+func canonical(st session.State) session.State {
+	slices.SortFunc(st.Sessions, func(a, b session.SessionState) int { return cmp.Compare(a.ID, b.ID) })
+	for i := range st.Sessions {
+		slices.Sort(st.Sessions[i].OpenTools)
+		slices.Sort(st.Sessions[i].Agents)
+		if st.Sessions[i].Start.IsZero() {
+			st.Sessions[i].Start = time.Time{}
+		}
+	}
+	slices.SortFunc(st.DoneRequests, func(a, b session.DoneRequest) int { return cmp.Compare(a.Key, b.Key) })
+	slices.Sort(st.SeenKeys)
+	return st
+}
