@@ -73,9 +73,9 @@ type Assembler struct {
 	// retain a unit past the call.
 	req Request
 	// freeReqs and freeTools hold emitted requests' and dropped tool
-	// calls' states for reuse (see newReq and newTool).
-	freeReqs  []*reqState
-	freeTools []*toolState
+	// calls' states for reuse (freelist.go).
+	freeReqs  freeList[reqState]
+	freeTools freeList[toolState]
 }
 
 // Stats counts what the assembler met that is worth a self-metric.
@@ -581,7 +581,7 @@ func (a *Assembler) closeSession(s *sessState, history bool) {
 		t.call.Outcome = OutcomeUnanswered
 		a.sink.ToolCall(&t.call)
 		if a.forget(t) {
-			a.recycleTool(t)
+			a.freeTools.put(t)
 		}
 	}
 	s.openTools = nil

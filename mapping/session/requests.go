@@ -147,7 +147,7 @@ func (a *Assembler) assistant(c *ctxState, r *transcript.Record, now time.Time) 
 			}
 			break
 		}
-		st = a.newReq()
+		st = a.freeReqs.get()
 		*st = reqState{seq: a.next(), where: a.where(c), msgID: m.ID, start: r.Timestamp, end: r.Timestamp, usageAt: r.Timestamp}
 		if p, ok := c.lookup(r.ParentUUID); ok && !p.t.IsZero() && (r.Timestamp.IsZero() || !p.t.After(r.Timestamp)) {
 			st.start = p.t
@@ -178,7 +178,7 @@ func (a *Assembler) assistant(c *ctxState, r *transcript.Record, now time.Time) 
 		if _, ok := a.tools[tu.ID]; ok || a.toolDone(tu.ID) {
 			continue
 		}
-		ts := a.newTool()
+		ts := a.freeTools.get()
 		*ts = toolState{seq: a.next(), call: ToolCall{
 			Where:         where,
 			ToolUseID:     tu.ID,
@@ -299,32 +299,7 @@ func (a *Assembler) emitRequest(st *reqState) {
 	}
 	a.sink.Request(&a.req)
 	a.req = Request{}
-	a.recycle(st)
-}
-
-// maxFreeReqs bounds the request states kept for reuse.
-const maxFreeReqs = 256
-
-// newReq returns a request state to fill: an emitted one when there is
-// one (a request state per request was a fifth of a backfill's garbage).
-func (a *Assembler) newReq() *reqState {
-	if n := len(a.freeReqs); n > 0 {
-		st := a.freeReqs[n-1]
-		a.freeReqs[n-1] = nil
-		a.freeReqs = a.freeReqs[:n-1]
-		return st
-	}
-	return new(reqState)
-}
-
-// recycle takes back the state of an emitted request, which nothing
-// references any more (emitRequest removed it from the pending ones). It
-// is cleared, slices included: a state snapshot may share them.
-func (a *Assembler) recycle(st *reqState) {
-	*st = reqState{}
-	if len(a.freeReqs) < maxFreeReqs {
-		a.freeReqs = append(a.freeReqs, st)
-	}
+	a.freeReqs.put(st)
 }
 
 // grow counts what a later, better copy of an emitted request (or of its

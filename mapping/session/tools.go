@@ -153,7 +153,7 @@ func (a *Assembler) finishTool(t *toolState, res *earlyResult) {
 	a.sink.ToolCall(call)
 	if a.forget(t) {
 		// Dropped, so call.AgentID is "": nothing below reads the call.
-		a.recycleTool(t)
+		a.freeTools.put(t)
 		return
 	}
 	if call.AgentID != "" {
@@ -186,28 +186,4 @@ func (a *Assembler) forget(t *toolState) bool {
 		return true
 	}
 	return false
-}
-
-// maxFreeTools bounds the tool call states kept for reuse.
-const maxFreeTools = 256
-
-// newTool returns a tool call state to fill: a dropped one when there is
-// one (a state per call was a fifth of a backfill's garbage).
-func (a *Assembler) newTool() *toolState {
-	if n := len(a.freeTools); n > 0 {
-		t := a.freeTools[n-1]
-		a.freeTools[n-1] = nil
-		a.freeTools = a.freeTools[:n-1]
-		return t
-	}
-	return new(toolState)
-}
-
-// recycleTool takes back a state forget dropped, cleared whole (a state
-// snapshot may share its slices).
-func (a *Assembler) recycleTool(t *toolState) {
-	*t = toolState{}
-	if len(a.freeTools) < maxFreeTools {
-		a.freeTools = append(a.freeTools, t)
-	}
 }
