@@ -173,7 +173,7 @@ func reset(text string, at time.Time, zones Zones) time.Time {
 // firstClause is the notice up to a following sentence or clause that
 // is not about the reset ("· /upgrade to …").
 func firstClause(text string) string {
-	i := strings.Index(strings.ToLower(text), "resets")
+	i := indexASCIIFold(text, "resets")
 	if i < 0 {
 		return text
 	}
@@ -184,6 +184,30 @@ func firstClause(text string) string {
 		}
 	}
 	return strings.TrimRight(text[:i]+rest, " .")
+}
+
+// indexASCIIFold is the index in s of the first match of the lower-case
+// ASCII word w, ASCII letters matched in either case, or -1. The index is
+// one of s itself: strings.ToLower may change the length of what it
+// lowers (invalid UTF-8 becomes U+FFFD), so an index into its result is
+// no index into s.
+func indexASCIIFold(s, w string) int {
+	for i := 0; i+len(w) <= len(s); i++ {
+		j := 0
+		for ; j < len(w); j++ {
+			c := s[i+j]
+			if 'A' <= c && c <= 'Z' {
+				c += 'a' - 'A'
+			}
+			if c != w[j] {
+				break
+			}
+		}
+		if j == len(w) {
+			return i
+		}
+	}
+	return -1
 }
 
 // wallTime is the first instant after at, in loc, that the wall time s

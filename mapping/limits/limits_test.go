@@ -75,6 +75,8 @@ func TestParseWordingsAndResets(t *testing.T) {
 			window: Session, reset: "2026-11-26T00:00:00Z"},
 		{name: "24-hour wall time", text: "Session limit reached ∙ resets 19:00 (UTC)", at: "2026-11-25T10:00:00Z",
 			window: Session, reset: "2026-11-25T19:00:00Z"},
+		{name: "invalid UTF-8 before the reset (found by FuzzParseNeverFails): read, no panic", text: "\xc3\xc3 Session limit reached ∙ RESETS 19:00 (UTC)", at: "2026-11-25T10:00:00Z",
+			window: Session, reset: "2026-11-25T19:00:00Z"},
 		{name: "no zone and none given: reset unknown", text: "5-hour limit reached ∙ resets 1am", at: "2026-11-25T10:00:00Z",
 			window: Session},
 		{name: "unknown zone (anonymized): reset unknown", text: "You've hit your limit · resets 2pm (lorem ipsum d)", kind: "rate_limit", at: "2026-11-25T10:00:00Z",
