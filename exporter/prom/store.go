@@ -2,6 +2,7 @@ package prom
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -181,15 +182,22 @@ type SeriesState struct {
 func (v *vec) snapshot() []SeriesState {
 	v.mu.Lock()
 	defer v.mu.Unlock()
+	// In the order of the series' keys (the map's keys): a key made per
+	// comparison was most of a state write's garbage at 20,000 sessions.
+	keys := make([]string, 0, len(v.m))
+	for k := range v.m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
 	out := make([]SeriesState, 0, len(v.m))
-	for _, s := range v.m {
+	for _, k := range keys {
+		s := v.m[k]
 		st := SeriesState{Labels: s.labels, Value: s.value, Sum: s.sum, Count: s.count}
 		if s.counts != nil {
 			st.Counts = append([]uint64(nil), s.counts...)
 		}
 		out = append(out, st)
 	}
-	sort.Slice(out, func(i, j int) bool { return key(out[i].Labels) < key(out[j].Labels) })
 	return out
 }
 

@@ -64,6 +64,7 @@ func inPlace(cfg *Config, usage *prom.Metrics, asm *session.Assembler, rd *reade
 // fill copies the blocks and the file watermarks.
 func (snap *snapshot) fill(usage *prom.Metrics, rd *reader) {
 	snap.blocks = usage.BlocksState()
+	snap.files = make([]checkpoint.Entry, 0, len(rd.files))
 	for _, fs := range rd.files {
 		if fs.offset == 0 && fs.fp.Len == 0 {
 			continue
@@ -198,6 +199,7 @@ type stateKeeper struct {
 	mapper *metrics.Mapper // its project labels are saved
 	log    interface{ Warn(string, ...any) }
 	self   *prom.Self
+	limit  *softLimit // held while a snapshot is written (memlimit.go)
 	// good is when the file on disk was last known current (Unix ns): the
 	// last successful write, the restored file's time, else the start.
 	good atomic.Int64
@@ -250,6 +252,7 @@ func (k *stateKeeper) save(usage *prom.Metrics, asm *session.Assembler, rd *read
 			return
 		}
 	}
+	k.limit.hold()
 	var snap *snapshot
 	if final {
 		// Written before the pipeline goes on: nothing to copy.
@@ -274,6 +277,7 @@ func (k *stateKeeper) save(usage *prom.Metrics, asm *session.Assembler, rd *read
 			// once written: return it rather than let the heap keep it.
 			debug.FreeOSMemory()
 		}
+		k.limit.release()
 		<-k.writing
 	}
 	k.saved, k.wrote = version, true
