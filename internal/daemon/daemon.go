@@ -150,11 +150,12 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger, stdout io.Writer)
 		return err
 	}
 	// A small history's daemon stays near 64 MiB resident (memlimit.go).
-	defer startSoftLimit(os.Getenv, logger.With("component", "runtime"))()
+	limit := startSoftLimit(os.Getenv, logger.With("component", "runtime"))
+	defer limit.stop()
 
 	// Durable state: counters, dedup state and file watermarks from the
 	// last run, so that nothing is counted twice and nothing is lost.
-	st := &stateKeeper{cfg: &cfg, mapper: mapper, log: logger.With("component", "state"), self: self}
+	st := &stateKeeper{cfg: &cfg, mapper: mapper, log: logger.With("component", "state"), self: self, limit: limit}
 	st.since(now())
 	if cfg.StateFile != "" {
 		if cfg.StateReset {

@@ -33,25 +33,49 @@ type softLimit struct {
 	log     *slog.Logger
 	stopped atomic.Bool
 	lifted  atomic.Bool
+	// held counts the state writes in flight: their snapshot is a copy
+	// of the state, live until written, and no sign that the history
+	// outgrew the limit (without the hold, the first periodic write after
+	// lines arrive lifted it at 20,000 files, and the peak went from 61
+	// to 89 MiB).
+	held atomic.Int32
 }
 
 // startSoftLimit sets the soft limit unless GOMEMLIMIT is set (the user's
-// own limit wins), and returns what restores the previous one.
-func startSoftLimit(getenv func(string) string, log *slog.Logger) (stop func()) {
+// own limit wins: then it returns nil, whose methods do nothing); stop
+// restores the previous one.
+func startSoftLimit(getenv func(string) string, log *slog.Logger) *softLimit {
 	if getenv("GOMEMLIMIT") != "" {
-		return func() {}
+		return nil
 	}
 	s := &softLimit{limit: softMemoryLimit, lift: debug.SetMemoryLimit, live: liveHeap, log: log}
 	s.prev = debug.SetMemoryLimit(s.limit)
 	s.arm()
-	return s.stop
+	return s
 }
 
-// check lifts the limit once the live heap passes four fifths of it, and
-// reports whether to keep checking.
+// hold keeps the limit while a state snapshot is being written; release
+// ends that hold.
+func (s *softLimit) hold() {
+	if s != nil {
+		s.held.Add(1)
+	}
+}
+
+func (s *softLimit) release() {
+	if s != nil {
+		s.held.Add(-1)
+	}
+}
+
+// check lifts the limit once the live heap passes four fifths of it
+// outside a hold, and reports whether to keep checking.
 func (s *softLimit) check() bool {
 	if s.stopped.Load() || s.lifted.Load() {
 		return false
+	}
+	if s.held.Load() > 0 {
+		return true
 	}
 	if live := s.live(); live > uint64(s.limit)/5*4 {
 		s.lifted.Store(true)
@@ -75,7 +99,7 @@ func (s *softLimit) arm() {
 }
 
 func (s *softLimit) stop() {
-	if s.stopped.Swap(true) {
+	if s == nil || s.stopped.Swap(true) {
 		return
 	}
 	s.lift(s.prev)
