@@ -136,11 +136,16 @@ type sessState struct {
 	// gen is the Assembler.gen of the group of history that last touched
 	// the session (see FlushHistory); hasCtx says it may have reading
 	// contexts in Assembler.ctxs (see dropContexts).
-	gen     uint64
-	hasCtx  bool
-	turn    *Turn
-	turns   int
-	hasMain bool
+	gen    uint64
+	hasCtx bool
+	turn   *Turn
+	// turnShared says a state snapshot holds turn, which may still be
+	// being written on another goroutine: ownTurn copies it before the
+	// first change (a copy per session per snapshot was a third of a
+	// periodic write's memory).
+	turnShared bool
+	turns      int
+	hasMain    bool
 	// openTools and agents are made on first use and dropped when the
 	// session closes.
 	openTools map[string]struct{}
@@ -152,6 +157,18 @@ type sessState struct {
 	pendingTasks []string
 	side         map[string]string
 	lastSide     string
+}
+
+// ownTurn returns the session's turn (nil when it has none), copied
+// first if a snapshot shares it. Every change to a session's turn goes
+// through it.
+func (s *sessState) ownTurn() *Turn {
+	if s.turnShared && s.turn != nil {
+		t := *s.turn
+		s.turn = &t
+	}
+	s.turnShared = false
+	return s.turn
 }
 
 func (s *sessState) addOpenTool(id string) {
@@ -387,7 +404,7 @@ func (a *Assembler) addIn(c *ctxState, src *Source, r *transcript.Record, now ti
 		}
 		s.last = laterOf(s.last, r.Timestamp)
 		if (c.agent == nil || c.inline) && s.turn != nil && IsTurnWork(r) {
-			s.turn.work(r.Timestamp)
+			s.ownTurn().work(r.Timestamp)
 		}
 		if c.agent != nil {
 			if c.agent.start.IsZero() || r.Timestamp.Before(c.agent.start) {
@@ -608,7 +625,7 @@ func (a *Assembler) closeSession(s *sessState, history bool) {
 		if !s.turn.End.IsZero() {
 			closed = s.turn.End.Add(a.cfg.IdleTimeout)
 		}
-		a.emitTurn(s.turn, closed)
+		a.emitTurn(s.ownTurn(), closed)
 	}
 	a.dropContexts(s)
 	s.agents = nil

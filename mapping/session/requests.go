@@ -86,7 +86,7 @@ func (a *Assembler) assistant(c *ctxState, r *transcript.Record, now time.Time) 
 			// request is the parent's.
 			st.where = w
 			if c.agent == nil && c.sess.turn != nil {
-				c.sess.turn.Requests++
+				c.sess.ownTurn().Requests++
 			}
 		}
 		where = st.where
@@ -161,7 +161,7 @@ func (a *Assembler) assistant(c *ctxState, r *transcript.Record, now time.Time) 
 		where = st.where
 		a.requests[m.ID] = st
 		if c.agent == nil && c.sess.turn != nil {
-			c.sess.turn.Requests++
+			c.sess.ownTurn().Requests++
 		}
 	}
 	for i := range m.ToolUses {

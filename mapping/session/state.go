@@ -259,8 +259,9 @@ func (s *sessState) state() SessionState {
 		ProjectDir: s.projectDir, Started: s.started, Ended: s.ended, HasMain: s.hasMain, Start: s.start, Last: s.last,
 		Turns: s.turns}
 	if s.turn != nil {
-		t := *s.turn
-		ss.Turn = &t
+		// Shared, not copied: the session copies it before changing it.
+		ss.Turn = s.turn
+		s.turnShared = true
 	}
 	for id := range s.openTools {
 		ss.OpenTools = append(ss.OpenTools, id)

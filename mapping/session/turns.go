@@ -31,7 +31,7 @@ func (a *Assembler) user(c *ctxState, r *transcript.Record, now time.Time) {
 		s := c.sess
 		var since time.Duration
 		if s.turn != nil {
-			a.emitTurn(s.turn, r.Timestamp)
+			a.emitTurn(s.ownTurn(), r.Timestamp)
 			if !s.turn.End.IsZero() && !r.Timestamp.IsZero() && r.Timestamp.After(s.turn.End) {
 				since = r.Timestamp.Sub(s.turn.End)
 			}
@@ -89,7 +89,7 @@ func (a *Assembler) system(c *ctxState, r *transcript.Record) {
 			return
 		}
 		d := time.Duration(r.DurationMs) * time.Millisecond
-		if t := c.sess.turn; t != nil {
+		if t := c.sess.ownTurn(); t != nil {
 			t.Reported += d
 			t.HasReported = true
 			return
