@@ -47,6 +47,7 @@ func main() {
 	settle := flag.Duration("settle", 5*time.Second, "wait after ready before the idle window")
 	idle := flag.Duration("idle", 60*time.Second, "idle window (0 skips)")
 	appends := flag.Int("appends", 50, "appended lines (0 skips)")
+	afterAppends := flag.Duration("after-appends", 0, "wait this long after the appends (past a --state.flush-interval, so that a periodic state write is in the peak), then report the resident size and peak")
 	pollEvery := flag.Duration("poll", 5*time.Millisecond, "how often /metrics is polled after an append")
 	timeout := flag.Duration("timeout", 15*time.Second, "give up on one append after this long")
 	gap := flag.Duration("gap", 50*time.Millisecond, "time between a request's placeholder line and its final line")
@@ -182,6 +183,10 @@ func main() {
 		fmt.Printf("append_p50_ms=%.1f\nappend_p99_ms=%.1f\nappend_max_ms=%.1f\nappend_min_ms=%.1f\n",
 			quantile(lat, 0.50), quantile(lat, 0.99), lat[len(lat)-1], lat[0])
 		fmt.Printf("lines_p50_ms=%.1f\nlines_p99_ms=%.1f\n", quantile(linesLat, 0.50), quantile(linesLat, 0.99))
+	}
+	time.Sleep(*afterAppends)
+	if rss, hwm, err := memStatus(*pid); err == nil {
+		fmt.Printf("rss_after_appends_mib=%.1f\nhwm_after_appends_mib=%.1f\n", rss, hwm)
 	}
 }
 
