@@ -22,14 +22,7 @@ func TestProjectLabelsAreKeptInTheStateFile(t *testing.T) {
 	now := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
 	cfg := NewConfig()
 	cfg.StateFile = filepath.Join(t.TempDir(), "state")
-	build := func() (*prom.Metrics, *session.Assembler, *metrics.Mapper, *reader) {
-		reg := prometheus.NewRegistry()
-		usage := prom.NewMetrics(reg, time.Minute, func() time.Time { return now })
-		mapper := metrics.NewMapper(metrics.Config{Project: metrics.ProjectBasename}, usage)
-		asm := session.New(session.Config{}, mapper)
-		rd := newReader(&cfg, slog.New(slog.DiscardHandler), prom.NewSelf(reg), asm, transcript.Options{MaxLineBytes: cfg.MaxLineBytes}, func() time.Time { return now })
-		return usage, asm, mapper, rd
-	}
+	build := func() (*prom.Metrics, *session.Assembler, *metrics.Mapper, *reader) { return stateParts(&cfg, now) }
 
 	usage, asm, mapper, rd := build()
 	a, b := mapper.Project("/w/a/dl"), mapper.Project("/w/b/dl")

@@ -3,21 +3,17 @@ package daemon
 import (
 	"cmp"
 	"fmt"
-	"log/slog"
 	"path/filepath"
 	"reflect"
 	"slices"
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-
 	"github.com/claude-transcript-exporter/claude-transcript-exporter/exporter/prom"
 	"github.com/claude-transcript-exporter/claude-transcript-exporter/internal/checkpoint"
 	"github.com/claude-transcript-exporter/claude-transcript-exporter/internal/discover"
 	"github.com/claude-transcript-exporter/claude-transcript-exporter/mapping/metrics"
 	"github.com/claude-transcript-exporter/claude-transcript-exporter/mapping/session"
-	"github.com/claude-transcript-exporter/claude-transcript-exporter/mapping/transcript"
 )
 
 // TestStateWrittenInPlaceRestoresLikeACopy reads a corpus tree, writes
@@ -35,14 +31,7 @@ func TestStateWrittenInPlaceRestoresLikeACopy(t *testing.T) {
 	for _, r := range roots {
 		cfg.ClaudeDirs = append(cfg.ClaudeDirs, filepath.Dir(r))
 	}
-	build := func() (*prom.Metrics, *session.Assembler, *metrics.Mapper, *reader) {
-		reg := prometheus.NewRegistry()
-		usage := prom.NewMetrics(reg, time.Minute, func() time.Time { return now })
-		mapper := metrics.NewMapper(metrics.Config{Project: metrics.ProjectBasename}, usage)
-		asm := session.New(session.Config{}, mapper)
-		rd := newReader(&cfg, slog.New(slog.DiscardHandler), prom.NewSelf(reg), asm, transcript.Options{MaxLineBytes: cfg.MaxLineBytes}, func() time.Time { return now })
-		return usage, asm, mapper, rd
-	}
+	build := func() (*prom.Metrics, *session.Assembler, *metrics.Mapper, *reader) { return stateParts(&cfg, now) }
 	usage, asm, mapper, rd := build()
 	w, err := discover.New(discover.Config{Roots: cfg.ClaudeDirs, Match: session.IsTranscriptName, PollOnly: true})
 	if err != nil {
