@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -264,7 +266,7 @@ func TestCostEqualsCcusage(t *testing.T) {
 				}
 				ccu := rep.byModel()
 				compared := 0
-				for _, model := range sortedKeys(union(exp, ccu)) {
+				for _, model := range slices.Sorted(maps.Keys(union(exp, ccu))) {
 					if model == "<synthetic>" {
 						continue
 					}

@@ -10,7 +10,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
-	"sort"
 	"strings"
 	"sync"
 	"testing"
@@ -211,15 +210,6 @@ func stableExposition(text string) string {
 		keep = append(keep, line)
 	}
 	return strings.Join(keep, "\n")
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }
 
 // waitFor polls cond until it holds or 30 s pass. Settling requests take

@@ -4,10 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -236,7 +238,7 @@ func familiesOf(t *testing.T, file string) []string {
 			seen[line[:strings.IndexByte(line, '{')]] = true
 		}
 	}
-	return sortedKeys(seen)
+	return slices.Sorted(maps.Keys(seen))
 }
 
 // TestHistoryJoinsTheLiveSeriesWithoutASeam is the recipe end to end:

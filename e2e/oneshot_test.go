@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"flag"
+	"maps"
 	"math"
 	"os"
 	"path/filepath"
@@ -176,12 +177,12 @@ func TestLanguageTablesAgree(t *testing.T) {
 
 func compareMaps(t *testing.T, what string, got, want map[string]float64) {
 	t.Helper()
-	for _, k := range sortedKeys(want) {
+	for _, k := range slices.Sorted(maps.Keys(want)) {
 		if math.Abs(got[k]-want[k]) > 0 {
 			t.Errorf("%s[%s] = %v, independent count %v", what, k, got[k], want[k])
 		}
 	}
-	for _, k := range sortedKeys(got) {
+	for _, k := range slices.Sorted(maps.Keys(got)) {
 		if _, ok := want[k]; !ok && got[k] != 0 {
 			t.Errorf("%s[%s] = %v, not in the independent count", what, k, got[k])
 		}
@@ -218,7 +219,7 @@ func TestOneshotInGroupsMatchesGoldens(t *testing.T) {
 			}
 			got := stableExposition(oneshot(t, "--claude.dir="+tree, "--tail.backfill-group-bytes=1"))
 			gs, ws := seriesByBasename(got), seriesByBasename(string(want))
-			for _, k := range sortedKeys(ws) {
+			for _, k := range slices.Sorted(maps.Keys(ws)) {
 				g, ok := gs[k]
 				w := ws[k]
 				floatSum := strings.Contains(k, "_usd_total{") || strings.HasPrefix(k, "claude_transcript_active_time_seconds_total{") ||
@@ -231,7 +232,7 @@ func TestOneshotInGroupsMatchesGoldens(t *testing.T) {
 					t.Errorf("%s = %v, golden %v", k, g, w)
 				}
 			}
-			for _, k := range sortedKeys(gs) {
+			for _, k := range slices.Sorted(maps.Keys(gs)) {
 				if _, ok := ws[k]; !ok {
 					t.Errorf("%s = %v, not in the golden", k, gs[k])
 				}

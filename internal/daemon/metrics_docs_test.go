@@ -1,10 +1,11 @@
 package daemon_test
 
 import (
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
-	"sort"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -74,7 +75,7 @@ func documentedFamilies(t *testing.T) map[string]bool {
 
 func TestEveryMetricFamilyIsDocumented(t *testing.T) {
 	docs := documentedFamilies(t)
-	for _, f := range sortedKeys(describedFamilies()) {
+	for _, f := range slices.Sorted(maps.Keys(describedFamilies())) {
 		if !docs[f] {
 			t.Errorf("metric family %s is served but docs/metrics.md has no \"## `%s`\" section: add one (labels, counting rule)", f, f)
 		}
@@ -83,20 +84,11 @@ func TestEveryMetricFamilyIsDocumented(t *testing.T) {
 
 func TestNoDocumentedFamilyIsGone(t *testing.T) {
 	served := describedFamilies()
-	for _, f := range sortedKeys(documentedFamilies(t)) {
+	for _, f := range slices.Sorted(maps.Keys(documentedFamilies(t))) {
 		if !served[f] {
 			t.Errorf("docs/metrics.md documents %s, which the exporter no longer serves: remove or rename its section", f)
 		}
 	}
-}
-
-func sortedKeys(m map[string]bool) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }
 
 // TestEveryServedFamilyIsDescribed runs one-shots over the corpus and the

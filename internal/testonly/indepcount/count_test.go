@@ -2,10 +2,11 @@ package indepcount
 
 import (
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"reflect"
-	"sort"
+	"slices"
 	"strings"
 	"testing"
 
@@ -362,16 +363,16 @@ func summary(t *Totals) string {
 	var b strings.Builder
 	var sumTok = map[string]int64{}
 	var requests int64
-	for _, m := range sortedKeys(t.Tokens) {
+	for _, m := range slices.Sorted(maps.Keys(t.Tokens)) {
 		for k, v := range t.Tokens[m] {
 			sumTok[k] += v
 		}
 	}
-	for _, m := range sortedKeys(t.Requests) {
+	for _, m := range slices.Sorted(maps.Keys(t.Requests)) {
 		requests += t.Requests[m]
 	}
 	outcomes := map[string]int64{}
-	for _, name := range sortedKeys(t.ToolCalls) {
+	for _, name := range slices.Sorted(maps.Keys(t.ToolCalls)) {
 		for o, n := range t.ToolCalls[name] {
 			outcomes[o] += n
 		}
@@ -382,10 +383,10 @@ func summary(t *Totals) string {
 	fmt.Fprintf(&b, "  tool calls (all tools): %s\n", kv(outcomes))
 	fmt.Fprintf(&b, "  compactions: %s\n", kv(t.Compactions))
 	fmt.Fprintf(&b, "  requests by stop: %s\n", kv(t.RequestsByStop))
-	for _, m := range sortedKeys(t.Requests) {
+	for _, m := range slices.Sorted(maps.Keys(t.Requests)) {
 		fmt.Fprintf(&b, "  model %q: requests=%d %s\n", m, t.Requests[m], kv(t.Tokens[m]))
 	}
-	for _, name := range sortedKeys(t.ToolCalls) {
+	for _, name := range slices.Sorted(maps.Keys(t.ToolCalls)) {
 		fmt.Fprintf(&b, "  tool %q: %s\n", name, kv(t.ToolCalls[name]))
 	}
 	for _, c := range t.Conflicts {
@@ -396,17 +397,8 @@ func summary(t *Totals) string {
 
 func kv(m map[string]int64) string {
 	var parts []string
-	for _, k := range sortedKeys(m) {
+	for _, k := range slices.Sorted(maps.Keys(m)) {
 		parts = append(parts, fmt.Sprintf("%s=%d", k, m[k]))
 	}
 	return strings.Join(parts, " ")
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }
