@@ -28,38 +28,48 @@ type snapshot struct {
 	cfg      *Config
 	at       time.Time
 	counters prom.State
-	asm      session.State
-	blocks   prom.BlocksState
-	files    []checkpoint.Entry
+	// asm is the assembler's state: a frozen copy of it (takeSnapshot),
+	// or the assembler itself (inPlace).
+	asm    assemblerState
+	blocks prom.BlocksState
+	files  []checkpoint.Entry
 	// projects is the label given to each working dir (basename labels):
 	// a label once given never changes, across restarts too.
 	projects map[string]string
-	// live, when set, is the assembler itself: asm holds only its
-	// StateHead, and its sessions and counted requests are encoded from
-	// it a chunk at a time (see inPlace).
-	live *session.Assembler
 }
 
-// takeSnapshot copies the counters, the assembler state and the file
+// assemblerState is what a state file holds of the assembler, its large
+// parts read a chunk at a time (session.Frozen and the assembler itself).
+type assemblerState interface {
+	Head() session.State
+	EachSession(n int, fn func([]session.SessionState) error) error
+	EachDoneRequest(n int, fn func([]session.DoneRequest) error) error
+	EachSeenKey(n int, fn func([]uint64) error) error
+}
+
+// takeSnapshot freezes the assembler state (session.Freeze: packed and
+// shared, not copied field by field) and copies the counters and the file
 // watermarks.
 func takeSnapshot(cfg *Config, usage *prom.Metrics, asm *session.Assembler, rd *reader, now time.Time) *snapshot {
-	snap := &snapshot{cfg: cfg, at: now, counters: usage.State(), asm: asm.State()}
+	snap := &snapshot{cfg: cfg, at: now, counters: usage.State(), asm: asm.Freeze()}
 	snap.fill(usage, rd)
 	return snap
 }
 
 // inPlace is takeSnapshot for a snapshot written before the pipeline goes
 // on (at the end of the backfill and at shutdown): the assembler's
-// sessions and counted requests, most of the state, are not copied but
-// encoded from the assembler a chunk at a time, so that the write holds
-// one chunk of them instead of a copy of them all (at 100,000 sessions,
-// tens of megabytes, just when the backfill's garbage is largest).
+// sessions, counted requests and seen lines, most of the state, are not
+// frozen but encoded from the assembler a chunk at a time.
 func inPlace(cfg *Config, usage *prom.Metrics, asm *session.Assembler, rd *reader, now time.Time) *snapshot {
-	snap := &snapshot{cfg: cfg, at: now, counters: usage.State(), asm: asm.StateHead(), live: asm}
-	snap.asm.SeenKeys = asm.SeenKeys()
+	snap := &snapshot{cfg: cfg, at: now, counters: usage.State(), asm: liveAssembler{asm}}
 	snap.fill(usage, rd)
 	return snap
 }
+
+// liveAssembler reads the assembler itself as an assemblerState.
+type liveAssembler struct{ *session.Assembler }
+
+func (l liveAssembler) Head() session.State { return l.StateHead() }
 
 // fill copies the blocks and the file watermarks.
 func (snap *snapshot) fill(usage *prom.Metrics, rd *reader) {
@@ -91,25 +101,26 @@ func (s *snapshot) write() error {
 // are the counters and the assembler state, extra what files written
 // before they were kept lack (blocks, project labels). The assembler's
 // large slices (one element per session, per request counted, per line
-// seen) follow its other fields as checkpoint.Chunked values, so that no
+// seen) follow its other fields as checkpoint.Stream values, so that no
 // encoded buffer holds one whole; restoreState reads them back.
 func (s *snapshot) payloads() (core, extra []any) {
 	if s.projects == nil {
 		s.projects = map[string]string{}
 	}
-	head := s.asm
+	head := s.asm.Head()
 	head.Sessions, head.DoneRequests, head.SeenKeys = nil, nil, nil
-	var sessions, done any = checkpoint.Chunked[session.SessionState](s.asm.Sessions), checkpoint.Chunked[session.DoneRequest](s.asm.DoneRequests)
-	if s.live != nil {
-		live := s.live
-		sessions = checkpoint.Stream[session.SessionState](func(yield func([]session.SessionState) error) error {
-			return live.EachSession(checkpoint.ChunkLen, yield)
-		})
-		done = checkpoint.Stream[session.DoneRequest](func(yield func([]session.DoneRequest) error) error {
-			return live.EachDoneRequest(checkpoint.ChunkLen, yield)
-		})
+	asm := s.asm
+	core = []any{&s.counters, &head,
+		checkpoint.Stream[session.SessionState](func(yield func([]session.SessionState) error) error {
+			return asm.EachSession(checkpoint.ChunkLen, yield)
+		}),
+		checkpoint.Stream[session.DoneRequest](func(yield func([]session.DoneRequest) error) error {
+			return asm.EachDoneRequest(checkpoint.ChunkLen, yield)
+		}),
+		checkpoint.Stream[uint64](func(yield func([]uint64) error) error {
+			return asm.EachSeenKey(checkpoint.ChunkLen, yield)
+		}),
 	}
-	core = []any{&s.counters, &head, sessions, done, checkpoint.Chunked[uint64](s.asm.SeenKeys)}
 	return core, []any{&s.blocks, &s.projects}
 }
 

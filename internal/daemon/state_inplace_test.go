@@ -17,7 +17,7 @@ import (
 )
 
 // TestStateWrittenInPlaceRestoresLikeACopy reads a corpus tree, writes
-// the state file once from a copy (the periodic write) and once encoded
+// the state file once from a frozen copy (the periodic write) and once encoded
 // from the assembler itself (the write at the end of the backfill and at
 // shutdown), and checks that both restore the same assembler state, file
 // table and counters.
@@ -52,7 +52,7 @@ func TestStateWrittenInPlaceRestoresLikeACopy(t *testing.T) {
 
 	restored := map[string]session.State{}
 	for name, take := range map[string]func(*Config, *prom.Metrics, *session.Assembler, *reader, time.Time) *snapshot{
-		"copy": takeSnapshot, "in place": inPlace,
+		"frozen": takeSnapshot, "in place": inPlace,
 	} {
 		c := cfg
 		c.StateFile = filepath.Join(t.TempDir(), "state")

@@ -261,6 +261,10 @@ type doneIndex struct {
 	// wide holds the requests whose numbers do not fit doneVal; it is
 	// looked up first, so a request that moved there is found there.
 	wide map[uint64]doneReq
+	// shared says a frozen state holds keys and vals: vals is copied
+	// before a value is changed in place (keys never are; a merge makes
+	// new arrays).
+	shared bool
 }
 
 func (x *doneIndex) get(k uint64) (doneReq, bool) {
@@ -286,6 +290,9 @@ func (x *doneIndex) put(k uint64, d doneReq) {
 		return
 	}
 	if i := search(x.keys, k); i >= 0 {
+		if x.shared {
+			x.vals, x.shared = slices.Clone(x.vals), false
+		}
 		x.vals[i] = v
 		return
 	}
@@ -316,7 +323,7 @@ func (x *doneIndex) merge() {
 		keys, vals = append(keys, add[j]), append(vals, x.recent[add[j]])
 		j++
 	}
-	x.keys, x.vals = keys, vals
+	x.keys, x.vals, x.shared = keys, vals, false
 	clear(x.recent)
 }
 

@@ -204,6 +204,40 @@ func (a *Assembler) SeenKeys() []uint64 {
 	return a.seen.appendTo(make([]uint64, 0, a.seen.len()))
 }
 
+// EachSeenKey calls fn with the keys of the lines seen (State.SeenKeys),
+// at most n at a time, in a buffer fn must not keep; it stops at fn's
+// first error. Call it between Adds.
+func (a *Assembler) EachSeenKey(n int, fn func([]uint64) error) error {
+	n = max(n, 1)
+	if err := eachChunk(a.seen.old, n, fn); err != nil {
+		return err
+	}
+	buf := make([]uint64, 0, min(n, len(a.seen.recent)))
+	for k := range a.seen.recent {
+		if len(buf) == n {
+			if err := fn(buf); err != nil {
+				return err
+			}
+			buf = buf[:0]
+		}
+		buf = append(buf, k)
+	}
+	if len(buf) == 0 {
+		return nil
+	}
+	return fn(buf)
+}
+
+// eachChunk calls fn with keys n at a time.
+func eachChunk(keys []uint64, n int, fn func([]uint64) error) error {
+	for i := 0; i < len(keys); i += n {
+		if err := fn(keys[i:min(i+n, len(keys))]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // EachSession calls fn with the sessions' states (State.Sessions), at most
 // n at a time, in a buffer fn must not keep; it stops at fn's first error.
 // Call it between Adds.
@@ -229,9 +263,13 @@ func (a *Assembler) EachSession(n int, fn func([]SessionState) error) error {
 // at most n at a time, in a buffer fn must not keep; it stops at fn's
 // first error. Call it between Adds.
 func (a *Assembler) EachDoneRequest(n int, fn func([]DoneRequest) error) error {
+	return eachDone(&a.done, n, fn)
+}
+
+func eachDone(x *doneIndex, n int, fn func([]DoneRequest) error) error {
 	buf := make([]DoneRequest, 0, max(n, 1))
 	var err error
-	a.done.each(func(k uint64, d doneReq) {
+	x.each(func(k uint64, d doneReq) {
 		if err != nil {
 			return
 		}
