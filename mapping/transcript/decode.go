@@ -71,7 +71,12 @@ type Decoder struct {
 	// unesc is the scratch strings are unescaped into before they are
 	// interned or copied, so that each costs at most one allocation.
 	unesc []byte
+	// recent caches interned strings by length and end bytes (internBytes).
+	recent [128]string
 }
+
+// recentMax is the longest string the decoder's recent cache holds.
+const recentMax = 256
 
 // internMax bounds the intern table; it is cleared when full.
 const internMax = 8192
@@ -135,14 +140,30 @@ func (d *Decoder) internBytes(raw []byte, escaped bool) string {
 		d.dropScratch()
 		return s
 	}
-	if s, ok := d.intern[string(raw)]; ok {
-		return s
+	if len(raw) == 0 {
+		return ""
 	}
-	if len(d.intern) >= internMax {
-		clear(d.intern)
+	// Most interned values are the one the same field had on the line
+	// before (a file's session id, working dir, version, model): a
+	// direct-mapped cache of short ones answers them without hashing.
+	slot := -1
+	if len(raw) <= recentMax {
+		slot = int((uint(len(raw))*0x9E37 ^ uint(raw[0])<<3 ^ uint(raw[len(raw)-1])) % uint(len(d.recent)))
+		if s := d.recent[slot]; s == string(raw) {
+			return s
+		}
 	}
-	s := string(raw)
-	d.intern[s] = s
+	s, ok := d.intern[string(raw)]
+	if !ok {
+		if len(d.intern) >= internMax {
+			clear(d.intern)
+		}
+		s = string(raw)
+		d.intern[s] = s
+	}
+	if slot >= 0 {
+		d.recent[slot] = s
+	}
 	return s
 }
 
