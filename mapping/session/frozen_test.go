@@ -123,3 +123,28 @@ func TestFrozenDoneIndexKeepsValuesChangedLater(t *testing.T) {
 		t.Errorf("frozen index holds %d requests, want %d", frozen.len(), n)
 	}
 }
+
+// TestFrozenPendingRequestKeepsItsAdvisorUsage: a pending request's
+// better copy, read after a freeze, changes its advisor usage in the
+// assembler only (the frozen head once shared the slice it was rewritten
+// into).
+func TestFrozenPendingRequestKeepsItsAdvisorUsage(t *testing.T) {
+	line := func(uuid string, out, advOut int64) string {
+		return withUsage(t, A{UUID: uuid, Parent: "u1", Session: sessA, Sec: 1, Msg: "msg_1", Req: "req_1", In: 3, Out: out}.String(),
+			map[string]any{"iterations": []any{advisorIt("claude-opus-5", 900, advOut)}}, nil, nil)
+	}
+	f := newFeeder(t, Config{})
+	f.add(sessionPath(sessA), at(1), U{UUID: "u1", Session: sessA, Sec: 0, Text: "Plan the refactor."}.String(), line("a1", 40, 10))
+	frozen := f.asm.Freeze()
+	f.add(sessionPath(sessA), at(2), line("a2", 60, 50))
+	head := frozen.Head()
+	if len(head.Requests) != 1 || len(head.Requests[0].Advisor) != 1 {
+		t.Fatalf("frozen pending requests = %+v, want msg_1 with one advisor iteration", head.Requests)
+	}
+	if got := head.Requests[0].Advisor[0].Output; got != 10 {
+		t.Errorf("frozen advisor output = %d, want 10 (the line read before the freeze)", got)
+	}
+	if got := f.asm.StateHead().Requests[0].Advisor[0].Output; got != 50 {
+		t.Errorf("live advisor output = %d, want 50", got)
+	}
+}

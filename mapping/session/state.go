@@ -2,6 +2,7 @@ package session
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/claude-transcript-exporter/claude-transcript-exporter/mapping/transcript"
@@ -172,9 +173,11 @@ func (a *Assembler) StateHead() State {
 		Requests: make([]RequestState, 0, len(a.requests)),
 		Agents:   make([]AgentState, 0, len(a.agents))}
 	for _, r := range a.requests {
+		// The advisor slice is copied: a better line rewrites it in place,
+		// and a frozen state is read while the assembler goes on.
 		st.Requests = append(st.Requests, RequestState{Seq: r.seq, Where: r.where, MsgID: r.msgID, Model: r.model, Usage: r.usage,
 			RequestID: r.requestID, Stop: r.stop, Start: r.start, End: r.end, UsageAt: r.usageAt, Interrupt: r.interrupt, ToolIDs: r.toolIDs,
-			Advisor: r.advisor, Skill: r.skill, Plugin: r.plugin, Effort: r.effort, MCPServer: r.mcpServer, CacheMiss: r.cacheMiss, CacheMissTokens: r.cacheMissTokens})
+			Advisor: slices.Clone(r.advisor), Skill: r.skill, Plugin: r.plugin, Effort: r.effort, MCPServer: r.mcpServer, CacheMiss: r.cacheMiss, CacheMissTokens: r.cacheMissTokens})
 	}
 	st.Labels = make([]LabelState, len(a.labelList))
 	for i, l := range a.labelList {
