@@ -36,8 +36,7 @@ type Frozen struct {
 	strs     []string
 	turns    []*Turn
 	done     doneIndex
-	seenOld  []uint64
-	seenNew  []uint64
+	seen     keySet
 }
 
 // Freeze returns the assembler's state as it is now, for reading while the
@@ -53,12 +52,7 @@ func (a *Assembler) Freeze() *Frozen {
 	for _, s := range a.sessions {
 		p.session(s)
 	}
-	f.done = a.done.freeze()
-	f.seenOld = a.seen.old
-	f.seenNew = make([]uint64, 0, len(a.seen.recent))
-	for k := range a.seen.recent {
-		f.seenNew = append(f.seenNew, k)
-	}
+	f.done, f.seen = a.done.freeze(), a.seen.freeze()
 	return f
 }
 
@@ -69,41 +63,32 @@ func (f *Frozen) Head() State { return f.head }
 // EachSession calls fn with the sessions' states, at most n at a time, in
 // a buffer fn must not keep; it stops at fn's first error.
 func (f *Frozen) EachSession(n int, fn func([]SessionState) error) error {
-	buf := make([]SessionState, 0, max(n, 1))
 	u := unpacker{f: f, b: f.sessions}
-	for i := 0; i < f.n; i++ {
-		if len(buf) == cap(buf) {
-			if err := fn(buf); err != nil {
-				return err
+	var bad error
+	err := eachBatch(func(yield func(SessionState) bool) {
+		for i := 0; i < f.n; i++ {
+			var ss SessionState
+			if bad = u.session(&ss, f.turns[i]); bad != nil || !yield(ss) {
+				return
 			}
-			clear(buf)
-			buf = buf[:0]
 		}
-		buf = append(buf, SessionState{})
-		if err := u.session(&buf[len(buf)-1], f.turns[i]); err != nil {
-			return err
-		}
+	}, n, fn)
+	if err != nil {
+		return err
 	}
-	if len(buf) == 0 {
-		return nil
-	}
-	return fn(buf)
+	return bad
 }
 
 // EachDoneRequest calls fn with the counted requests, at most n at a time,
 // in a buffer fn must not keep; it stops at fn's first error.
 func (f *Frozen) EachDoneRequest(n int, fn func([]DoneRequest) error) error {
-	return eachDone(&f.done, n, fn)
+	return eachBatch(f.done.states(), n, fn)
 }
 
 // EachSeenKey calls fn with the keys of the lines seen, at most n at a
 // time, in a buffer fn must not keep; it stops at fn's first error.
 func (f *Frozen) EachSeenKey(n int, fn func([]uint64) error) error {
-	n = max(n, 1)
-	if err := eachChunk(f.seenOld, n, fn); err != nil {
-		return err
-	}
-	return eachChunk(f.seenNew, n, fn)
+	return eachBatch(f.seen.all(), n, fn)
 }
 
 // freeze returns a view of x that later changes to x leave alone: the
@@ -112,6 +97,13 @@ func (f *Frozen) EachSeenKey(n int, fn func([]uint64) error) error {
 func (x *doneIndex) freeze() doneIndex {
 	x.shared = true
 	return doneIndex{keys: x.keys, vals: x.vals, recent: maps.Clone(x.recent), wide: maps.Clone(x.wide)}
+}
+
+// freeze returns a view of s that later changes to s leave alone: the
+// sorted array is shared (it is only ever replaced by a merge), the recent
+// keys copied.
+func (s *keySet) freeze() keySet {
+	return keySet{old: s.old, recent: maps.Clone(s.recent)}
 }
 
 // packer appends sessions to a Frozen.

@@ -1,6 +1,7 @@
 package session
 
 import (
+	"iter"
 	"math"
 	"slices"
 	"time"
@@ -149,6 +150,22 @@ func (s *keySet) add(k uint64) bool {
 }
 
 func (s *keySet) len() int { return len(s.old) + len(s.recent) }
+
+// all yields every key, in no particular order.
+func (s *keySet) all() iter.Seq[uint64] {
+	return func(yield func(uint64) bool) {
+		for _, k := range s.old {
+			if !yield(k) {
+				return
+			}
+		}
+		for k := range s.recent {
+			if !yield(k) {
+				return
+			}
+		}
+	}
+}
 
 // appendTo appends every key to dst, in no particular order.
 func (s *keySet) appendTo(dst []uint64) []uint64 {
@@ -343,6 +360,16 @@ func (x *doneIndex) each(fn func(k uint64, d doneReq)) {
 		if _, ok := x.wide[k]; !ok {
 			fn(k, x.vals[i].unpack())
 		}
+	}
+}
+
+// states yields every request as a DoneRequest, in no particular order.
+func (x *doneIndex) states() iter.Seq[DoneRequest] {
+	return func(yield func(DoneRequest) bool) {
+		stopped := false
+		x.each(func(k uint64, d doneReq) {
+			stopped = stopped || !yield(doneRequestState(k, d))
+		})
 	}
 }
 

@@ -2,6 +2,7 @@ package session
 
 import (
 	"fmt"
+	"iter"
 	"slices"
 	"time"
 
@@ -160,13 +161,13 @@ func (a *Assembler) State() State {
 	a.done.each(func(k uint64, d doneReq) {
 		st.DoneRequests = append(st.DoneRequests, doneRequestState(k, d))
 	})
-	st.SeenKeys = a.SeenKeys()
+	st.SeenKeys = a.seen.appendTo(make([]uint64, 0, a.seen.len()))
 	return st
 }
 
 // StateHead is State without its three largest parts, one element per
 // session, per request counted and per line seen: Sessions, DoneRequests
-// and SeenKeys are nil. With EachSession, EachDoneRequest and SeenKeys it
+// and SeenKeys are nil. With EachSession, EachDoneRequest and EachSeenKey it
 // gives the whole state without holding a copy of the first two at once.
 func (a *Assembler) StateHead() State {
 	st := State{Version: StateVersion, Seq: a.seq, Stats: a.stats,
@@ -202,88 +203,49 @@ func (a *Assembler) StateHead() State {
 	return st
 }
 
-// SeenKeys returns a copy of the keys of the lines seen (State.SeenKeys).
-func (a *Assembler) SeenKeys() []uint64 {
-	return a.seen.appendTo(make([]uint64, 0, a.seen.len()))
-}
-
 // EachSeenKey calls fn with the keys of the lines seen (State.SeenKeys),
 // at most n at a time, in a buffer fn must not keep; it stops at fn's
 // first error. Call it between Adds.
 func (a *Assembler) EachSeenKey(n int, fn func([]uint64) error) error {
-	n = max(n, 1)
-	if err := eachChunk(a.seen.old, n, fn); err != nil {
-		return err
-	}
-	buf := make([]uint64, 0, min(n, len(a.seen.recent)))
-	for k := range a.seen.recent {
-		if len(buf) == n {
-			if err := fn(buf); err != nil {
-				return err
-			}
-			buf = buf[:0]
-		}
-		buf = append(buf, k)
-	}
-	if len(buf) == 0 {
-		return nil
-	}
-	return fn(buf)
-}
-
-// eachChunk calls fn with keys n at a time.
-func eachChunk(keys []uint64, n int, fn func([]uint64) error) error {
-	for i := 0; i < len(keys); i += n {
-		if err := fn(keys[i:min(i+n, len(keys))]); err != nil {
-			return err
-		}
-	}
-	return nil
+	return eachBatch(a.seen.all(), n, fn)
 }
 
 // EachSession calls fn with the sessions' states (State.Sessions), at most
 // n at a time, in a buffer fn must not keep; it stops at fn's first error.
 // Call it between Adds.
 func (a *Assembler) EachSession(n int, fn func([]SessionState) error) error {
-	buf := make([]SessionState, 0, max(n, 1))
-	for _, s := range a.sessions {
-		if len(buf) == cap(buf) {
-			if err := fn(buf); err != nil {
-				return err
+	return eachBatch(func(yield func(SessionState) bool) {
+		for _, s := range a.sessions {
+			if !yield(s.state()) {
+				return
 			}
-			clear(buf)
-			buf = buf[:0]
 		}
-		buf = append(buf, s.state())
-	}
-	if len(buf) == 0 {
-		return nil
-	}
-	return fn(buf)
+	}, n, fn)
 }
 
 // EachDoneRequest calls fn with the counted requests (State.DoneRequests),
 // at most n at a time, in a buffer fn must not keep; it stops at fn's
 // first error. Call it between Adds.
 func (a *Assembler) EachDoneRequest(n int, fn func([]DoneRequest) error) error {
-	return eachDone(&a.done, n, fn)
+	return eachBatch(a.done.states(), n, fn)
 }
 
-func eachDone(x *doneIndex, n int, fn func([]DoneRequest) error) error {
-	buf := make([]DoneRequest, 0, max(n, 1))
+// eachBatch calls fn with the values of seq, at most n at a time, in a
+// buffer fn must not keep; it stops at fn's first error. The state file
+// is written from such batches, so that no copy of a large part is whole.
+func eachBatch[T any](seq iter.Seq[T], n int, fn func([]T) error) error {
+	buf := make([]T, 0, max(n, 1))
 	var err error
-	x.each(func(k uint64, d doneReq) {
-		if err != nil {
-			return
-		}
+	for v := range seq {
 		if len(buf) == cap(buf) {
 			if err = fn(buf); err != nil {
-				return
+				break
 			}
+			clear(buf)
 			buf = buf[:0]
 		}
-		buf = append(buf, doneRequestState(k, d))
-	})
+		buf = append(buf, v)
+	}
 	if err != nil || len(buf) == 0 {
 		return err
 	}

@@ -178,7 +178,7 @@ func (a *Assembler) finishTool(t *toolState, res *earlyResult) {
 // Task/Agent calls keep theirs (a subagent read later takes its type and
 // description from them).
 // It reports whether the call was dropped: then nothing references t
-// any more, and the caller hands it to recycleTool once done with it.
+// any more, and the caller hands it to freeTools once done with it.
 func (a *Assembler) forget(t *toolState) bool {
 	if t.call.SubagentType == "" && t.call.Description == "" && t.call.AgentID == "" {
 		delete(a.tools, t.call.ToolUseID)
