@@ -85,8 +85,10 @@ func (f *File) Next(v any) error {
 }
 
 // Chunked is a slice payload that Write encodes as a run of gob values of
-// at most chunkLen elements, the last one marked, so that a large slice is
-// never held encoded in memory whole. NextChunked reads it back.
+// at most chunkLen elements and an empty one that ends it (as a Stream of
+// it), so that a large slice is never held encoded in memory whole.
+// NextChunked reads it back, and the runs older versions wrote (the last
+// chunk marked instead).
 type Chunked[T any] []T
 
 // chunk is one gob value of a Chunked payload.
@@ -95,19 +97,18 @@ type chunk[T any] struct {
 	More  bool // more chunks of the same payload follow
 }
 
-// chunkEncoder is implemented by Chunked.
+// chunkEncoder is implemented by Chunked and Stream.
 type chunkEncoder interface{ encodeChunks(enc *gob.Encoder) error }
 
 func (c Chunked[T]) encodeChunks(enc *gob.Encoder) error {
-	for i := 0; ; i += chunkLen {
-		j := min(i+chunkLen, len(c))
-		if err := enc.Encode(chunk[T]{Items: c[i:j], More: j < len(c)}); err != nil {
-			return err
+	return Stream[T](func(yield func([]T) error) error {
+		for i := 0; i < len(c); i += chunkLen {
+			if err := yield(c[i:min(i+chunkLen, len(c))]); err != nil {
+				return err
+			}
 		}
-		if j == len(c) {
-			return nil
-		}
-	}
+		return nil
+	}).encodeChunks(enc)
 }
 
 // Stream is a slice payload produced a chunk at a time: Write calls it
