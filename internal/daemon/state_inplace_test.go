@@ -3,6 +3,7 @@ package daemon
 import (
 	"cmp"
 	"fmt"
+	"log/slog"
 	"path/filepath"
 	"reflect"
 	"slices"
@@ -11,7 +12,6 @@ import (
 
 	"github.com/claude-transcript-exporter/claude-transcript-exporter/exporter/prom"
 	"github.com/claude-transcript-exporter/claude-transcript-exporter/internal/checkpoint"
-	"github.com/claude-transcript-exporter/claude-transcript-exporter/internal/discover"
 	"github.com/claude-transcript-exporter/claude-transcript-exporter/mapping/metrics"
 	"github.com/claude-transcript-exporter/claude-transcript-exporter/mapping/session"
 )
@@ -33,17 +33,11 @@ func TestStateWrittenInPlaceRestoresLikeACopy(t *testing.T) {
 	}
 	build := func() (*prom.Metrics, *session.Assembler, *metrics.Mapper, *reader) { return stateParts(&cfg, now) }
 	usage, asm, mapper, rd := build()
-	w, err := discover.New(discover.Config{Roots: cfg.ClaudeDirs, Match: session.IsTranscriptName, PollOnly: true})
+	files, err := scanOnce(&cfg, slog.New(slog.DiscardHandler), rd, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer w.Close()
-	found, err := w.Scan()
-	if err != nil {
-		t.Fatal(err)
-	}
-	rd.sync(found, nil)
-	rd.readFiles(rd.sorted(), false)
+	rd.readFiles(files, false)
 	asm.FlushRead(now)
 	want := asm.State()
 	if len(want.Sessions) == 0 || len(want.DoneRequests) <= checkpoint.ChunkLen {
