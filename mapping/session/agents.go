@@ -148,8 +148,8 @@ func (a *Assembler) emitAgent(ag *agentState) {
 		ag.background = true
 	}
 	w := Where{SessionID: ag.sessionID, AgentID: ag.id}
-	if s := a.sessions[ag.sessionID]; s != nil {
-		w.Project = a.project(s)
+	if p, ok := a.projectOf(ag.sessionID); ok {
+		w.Project = p
 	}
 	if w.Project == "" {
 		w.Project = ag.project

@@ -50,6 +50,9 @@ type Assembler struct {
 	early    map[string]*earlyResult
 	seen     keySet // prompts, compactions and API errors counted, by idKey
 	sessions map[string]*sessState
+	// closed holds the closed sessions with nothing open, packed
+	// (closed.go); a session is in sessions or in closed, not both.
+	closed closedSessions
 	// open holds the sessions not closed, so that a flush does not walk
 	// every session of the history.
 	open   map[string]*sessState
@@ -290,12 +293,34 @@ func (a *Assembler) context(src *Source, r *transcript.Record, now time.Time) *c
 }
 
 func (a *Assembler) session(id string, src *Source) *sessState {
-	s := a.sessions[id]
+	s := a.liveSession(id)
 	if s == nil {
 		s = &sessState{seq: a.next(), id: id, projectDir: src.ProjectDir}
 		a.sessions[id] = s
 	}
 	return s
+}
+
+// liveSession returns the session id, unpacked if it was packed (nil when
+// there is none).
+func (a *Assembler) liveSession(id string) *sessState {
+	if s := a.sessions[id]; s != nil {
+		return s
+	}
+	s := a.closed.take(id)
+	if s != nil {
+		a.sessions[id] = s
+	}
+	return s
+}
+
+// projectOf returns the project of the session id (see project), packed
+// or not.
+func (a *Assembler) projectOf(id string) (string, bool) {
+	if s := a.sessions[id]; s != nil {
+		return a.project(s), true
+	}
+	return a.closed.project(id)
 }
 
 func (a *Assembler) ctxFor(s *sessState, agentID string, now time.Time) *ctxState {
@@ -335,8 +360,10 @@ func (a *Assembler) where(c *ctxState) Where {
 	if c.agent != nil {
 		// A subagent's work belongs to the session that first ran it,
 		// wherever a copy of it is read (a resumed session's file).
-		if s := a.sessions[c.agent.sessionID]; s != nil && s != c.sess {
-			w.SessionID, w.Project = s.id, a.project(s)
+		if id := c.agent.sessionID; id != c.sess.id {
+			if p, ok := a.projectOf(id); ok {
+				w.SessionID, w.Project = id, p
+			}
 		}
 		w.AgentID = c.agent.id
 		if c.agent.project != "" && w.Project == "" {
@@ -547,10 +574,8 @@ func (a *Assembler) stale(s *sessState, now time.Time) bool {
 // subagent's file can be read before its session's, and the session's
 // working directory is the project.
 func (a *Assembler) refreshProject(w *Where) {
-	if s := a.sessions[w.SessionID]; s != nil {
-		if p := a.project(s); p != "" {
-			w.Project = p
-		}
+	if p, _ := a.projectOf(w.SessionID); p != "" {
+		w.Project = p
 	}
 }
 
@@ -633,4 +658,8 @@ func (a *Assembler) closeSession(s *sessState, history bool) {
 	s.ended = true
 	delete(a.open, s.id)
 	a.sink.Session(a.sessionUnit(s, true))
+	if s.packable() {
+		a.closed.put(s)
+		delete(a.sessions, s.id)
+	}
 }

@@ -35,6 +35,7 @@ type Frozen struct {
 	n        int
 	strs     []string
 	turns    []*Turn
+	closed   packedClosed
 	done     doneIndex
 	seen     keySet
 }
@@ -52,6 +53,7 @@ func (a *Assembler) Freeze() *Frozen {
 	for _, s := range a.sessions {
 		p.session(s)
 	}
+	f.closed = a.closed.freeze()
 	f.done, f.seen = a.done.freeze(), a.seen.freeze()
 	return f
 }
@@ -63,12 +65,17 @@ func (f *Frozen) Head() State { return f.head }
 // EachSession calls fn with the sessions' states, at most n at a time, in
 // a buffer fn must not keep; it stops at fn's first error.
 func (f *Frozen) EachSession(n int, fn func([]SessionState) error) error {
-	u := unpacker{f: f, b: f.sessions}
+	u := unpacker{strs: f.strs, b: f.sessions}
 	var bad error
 	err := eachBatch(func(yield func(SessionState) bool) {
 		for i := 0; i < f.n; i++ {
 			var ss SessionState
 			if bad = u.session(&ss, f.turns[i]); bad != nil || !yield(ss) {
+				return
+			}
+		}
+		for ss := range f.closed.each(&bad) {
+			if !yield(ss) {
 				return
 			}
 		}
@@ -202,9 +209,9 @@ var errPacked = errors.New("session: damaged frozen state")
 
 // unpacker reads the packed sessions back.
 type unpacker struct {
-	f   *Frozen
-	b   []byte
-	err error
+	strs []string
+	b    []byte
+	err  error
 }
 
 func (u *unpacker) uvarint() uint64 {
@@ -217,13 +224,46 @@ func (u *unpacker) uvarint() uint64 {
 	return v
 }
 
+func (u *unpacker) varint() int64 {
+	v, n := binary.Varint(u.b)
+	if n <= 0 {
+		u.err, u.b = errPacked, nil
+		return 0
+	}
+	u.b = u.b[n:]
+	return v
+}
+
+func (u *unpacker) byte() byte {
+	if len(u.b) == 0 {
+		u.err = errPacked
+		return 0
+	}
+	c := u.b[0]
+	u.b = u.b[1:]
+	return c
+}
+
+// str reads an index into the string table.
 func (u *unpacker) str() string {
 	i := u.uvarint()
-	if i >= uint64(len(u.f.strs)) {
+	if i >= uint64(len(u.strs)) {
 		u.err = errPacked
 		return ""
 	}
-	return u.f.strs[i]
+	return u.strs[i]
+}
+
+// inline reads a string written with its length.
+func (u *unpacker) inline() string {
+	n := u.uvarint()
+	if n > uint64(len(u.b)) {
+		u.err, u.b = errPacked, nil
+		return ""
+	}
+	s := string(u.b[:n])
+	u.b = u.b[n:]
+	return s
 }
 
 func (u *unpacker) time() time.Time {

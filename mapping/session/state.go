@@ -153,9 +153,17 @@ func (a *Assembler) State() State {
 	st := a.StateHead()
 	// Sized up front: a history's state is large, and growing these by
 	// doubling would be most of a snapshot's garbage.
-	st.Sessions = make([]SessionState, 0, len(a.sessions))
+	st.Sessions = make([]SessionState, 0, len(a.sessions)+a.closed.len())
 	for _, s := range a.sessions {
 		st.Sessions = append(st.Sessions, s.state())
+	}
+	var err error
+	for ss := range a.closed.each(&err) {
+		st.Sessions = append(st.Sessions, ss)
+	}
+	if err != nil {
+		// Packed by put on this goroutine: it cannot be damaged.
+		panic(err)
 	}
 	st.DoneRequests = make([]DoneRequest, 0, a.done.len())
 	a.done.each(func(k uint64, d doneReq) {
@@ -214,13 +222,23 @@ func (a *Assembler) EachSeenKey(n int, fn func([]uint64) error) error {
 // n at a time, in a buffer fn must not keep; it stops at fn's first error.
 // Call it between Adds.
 func (a *Assembler) EachSession(n int, fn func([]SessionState) error) error {
-	return eachBatch(func(yield func(SessionState) bool) {
+	var bad error
+	err := eachBatch(func(yield func(SessionState) bool) {
 		for _, s := range a.sessions {
 			if !yield(s.state()) {
 				return
 			}
 		}
+		for ss := range a.closed.each(&bad) {
+			if !yield(ss) {
+				return
+			}
+		}
 	}, n, fn)
+	if err != nil {
+		return err
+	}
+	return bad
 }
 
 // EachDoneRequest calls fn with the counted requests (State.DoneRequests),
@@ -275,6 +293,21 @@ func (s *sessState) state() SessionState {
 	return ss
 }
 
+// sessionOf makes the state of a saved session; now is its processing
+// time (for the idle timeout).
+func sessionOf(s *SessionState, now time.Time) *sessState {
+	ss := &sessState{seq: s.Seq, id: s.ID, cwd: s.Cwd, branch: s.Branch, version: s.Version, slug: s.Slug, title: s.Title,
+		projectDir: s.ProjectDir, started: s.Started, ended: s.Ended, hasMain: s.HasMain, start: s.Start, last: s.Last,
+		lastSeen: now, turn: s.Turn, turns: s.Turns}
+	for _, id := range s.OpenTools {
+		ss.addOpenTool(id)
+	}
+	for _, id := range s.Agents {
+		ss.addAgent(id)
+	}
+	return ss
+}
+
 // Restore replaces the assembler's state with st. Call it once, before
 // any Add. now is the processing time given to restored sessions and
 // pending requests (for settling and idle timeouts).
@@ -293,6 +326,7 @@ func (a *Assembler) Restore(st State, now time.Time) error {
 	clear(a.early)
 	a.seen.reset()
 	clear(a.sessions)
+	a.closed = closedSessions{}
 	clear(a.open)
 	clear(a.agents)
 	clear(a.byTool)
@@ -335,19 +369,16 @@ func (a *Assembler) Restore(st State, now time.Time) error {
 	for _, k := range st.Seen { // version 1: the prefix is part of the key
 		a.seen.add(idKey("", k))
 	}
-	for _, s := range st.Sessions {
-		ss := &sessState{seq: s.Seq, id: s.ID, cwd: s.Cwd, branch: s.Branch, version: s.Version, slug: s.Slug, title: s.Title,
-			projectDir: s.ProjectDir, started: s.Started, ended: s.Ended, hasMain: s.HasMain, start: s.Start, last: s.Last,
-			lastSeen: now, turn: s.Turn, turns: s.Turns}
-		for _, id := range s.OpenTools {
-			ss.addOpenTool(id)
-		}
-		for _, id := range s.Agents {
-			ss.addAgent(id)
-		}
-		a.sessions[s.ID] = ss
-		if !ss.ended {
-			a.open[s.ID] = ss
+	for i := range st.Sessions {
+		ss := sessionOf(&st.Sessions[i], now)
+		switch {
+		case ss.packable():
+			a.closed.put(ss)
+		case ss.ended:
+			a.sessions[ss.id] = ss
+		default:
+			a.sessions[ss.id] = ss
+			a.open[ss.id] = ss
 		}
 	}
 	for _, ag := range st.Agents {

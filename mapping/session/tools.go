@@ -139,7 +139,7 @@ func (a *Assembler) finishTool(t *toolState, res *earlyResult) {
 		if ag == nil {
 			ag = &agentState{seq: a.next(), id: task.AgentID, sessionID: call.SessionID}
 			a.agents[task.AgentID] = ag
-			if s := a.sessions[call.SessionID]; s != nil {
+			if s := a.liveSession(call.SessionID); s != nil {
 				s.addAgent(task.AgentID)
 			}
 		}

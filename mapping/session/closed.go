@@ -1,0 +1,297 @@
+package session
+
+// Closed sessions are most of a long history's sessions, and all that is
+// left of them is a few facts and their last turn: the turn is kept
+// because Claude Code may still write its turn_duration, and a session
+// may resume. As structs they took 700 bytes each (the session, its turn,
+// their strings and map slots: 60 MB at 100,000 sessions). A session that
+// closes with nothing open (no reading context, open tool call, subagent,
+// pending Task call or sidechain) is packed into a few bytes instead:
+// numbers as varints, times as gob writes them, the strings many sessions
+// share (working dir, branch, version, project dir) as indexes into a
+// table that holds each once, the others inline. A line that names it
+// unpacks it (Assembler.session); a lookup that only needs its project
+// reads the packed bytes.
+
+import (
+	"encoding/binary"
+	"slices"
+	"time"
+)
+
+// closedSessions holds the packed closed sessions, by id.
+type closedSessions struct {
+	packed map[string][]byte
+	// strs is the table of shared strings (strs[0] is ""); it only grows,
+	// so a frozen state shares it (Frozen.closed).
+	strs  []string
+	index map[string]uint32
+	// scratch is where a session is packed before it is copied out at
+	// its size.
+	scratch []byte
+}
+
+// packedClosed is what a Frozen holds of the closed sessions: their
+// packed bytes, which are never changed (take removes them from the map,
+// put packs anew), and the table they index.
+type packedClosed struct {
+	ids    []string
+	packed [][]byte
+	strs   []string
+}
+
+// Flags of a packed closed session, in one byte.
+const (
+	closedStarted = 1 << iota
+	closedEnded
+	closedHasMain
+	closedHasTurn
+	closedTurnHasReported
+	closedTurnAgain
+	closedTurnOwnSession // the turn's Where.SessionID is not the session's id
+	closedTurnOwnID      // the turn's Where.TurnID is not its PromptUUID
+)
+
+// packable says a closed session holds nothing but what the packed form
+// keeps.
+func (s *sessState) packable() bool {
+	return s.ended && !s.hasCtx && len(s.openTools) == 0 && len(s.agents) == 0 && len(s.pendingTasks) == 0 && len(s.side) == 0
+}
+
+func (c *closedSessions) len() int { return len(c.packed) }
+
+// put packs s, which must be packable.
+func (c *closedSessions) put(s *sessState) {
+	if c.packed == nil {
+		c.packed, c.strs, c.index = map[string][]byte{}, []string{""}, map[string]uint32{"": 0}
+	}
+	b := c.scratch[:0]
+	b = c.appendShared(b, s.cwd)
+	b = c.appendShared(b, s.projectDir)
+	b = binary.AppendUvarint(b, s.seq)
+	b = c.appendShared(b, s.branch)
+	b = c.appendShared(b, s.version)
+	b = appendInline(b, s.slug)
+	b = appendInline(b, s.title)
+	b = appendInline(b, s.lastSide)
+	var flags byte
+	if s.started {
+		flags |= closedStarted
+	}
+	if s.ended {
+		flags |= closedEnded
+	}
+	if s.hasMain {
+		flags |= closedHasMain
+	}
+	t := s.turn
+	if t != nil {
+		flags |= closedHasTurn
+		if t.HasReported {
+			flags |= closedTurnHasReported
+		}
+		if t.Again {
+			flags |= closedTurnAgain
+		}
+		if t.SessionID != s.id {
+			flags |= closedTurnOwnSession
+		}
+		if t.TurnID != t.PromptUUID {
+			flags |= closedTurnOwnID
+		}
+	}
+	b = append(b, flags)
+	b = appendClosedTime(b, s.start)
+	b = appendClosedTime(b, s.last)
+	b = binary.AppendUvarint(b, uint64(s.turns))
+	if t != nil {
+		if flags&closedTurnOwnSession != 0 {
+			b = appendInline(b, t.SessionID)
+		}
+		if flags&closedTurnOwnID != 0 {
+			b = appendInline(b, t.TurnID)
+		}
+		b = appendInline(b, t.AgentID)
+		b = c.appendShared(b, t.Project)
+		b = appendInline(b, t.PromptUUID)
+		b = binary.AppendVarint(b, int64(t.Number))
+		b = appendClosedTime(b, t.Start)
+		b = appendClosedTime(b, t.End)
+		b = appendInline(b, t.Prompt)
+		b = binary.AppendVarint(b, int64(t.Requests))
+		b = appendClosedTime(b, t.Closed)
+		for _, d := range [...]time.Duration{t.SincePrevious, t.Work, t.Reported, t.Active, t.Counted} {
+			b = binary.AppendVarint(b, int64(d))
+		}
+	}
+	c.packed[s.id] = slices.Clone(b)
+	c.scratch = b
+}
+
+// take unpacks the closed session id and removes it from the packed ones
+// (nil when it is not there).
+func (c *closedSessions) take(id string) *sessState {
+	b, ok := c.packed[id]
+	if !ok {
+		return nil
+	}
+	delete(c.packed, id)
+	var ss closedState
+	if err := unpackClosed(&ss, id, b, c.strs); err != nil {
+		// Packed by put on this goroutine: it cannot be damaged.
+		panic(err)
+	}
+	s := sessionOf(&ss.SessionState, time.Time{})
+	s.lastSide = ss.lastSide
+	return s
+}
+
+// project returns the project (working dir, else project dir) of the
+// closed session id.
+func (c *closedSessions) project(id string) (string, bool) {
+	b, ok := c.packed[id]
+	if !ok {
+		return "", false
+	}
+	u := unpacker{strs: c.strs, b: b}
+	cwd, dir := u.str(), u.str()
+	if cwd != "" {
+		return cwd, true
+	}
+	return dir, true
+}
+
+// freeze returns the packed sessions as they are now.
+func (c *closedSessions) freeze() packedClosed {
+	p := packedClosed{ids: make([]string, 0, len(c.packed)), packed: make([][]byte, 0, len(c.packed)), strs: c.strs}
+	for id, b := range c.packed {
+		p.ids = append(p.ids, id)
+		p.packed = append(p.packed, b)
+	}
+	return p
+}
+
+// each unpacks the closed sessions into SessionStates. A damaged one
+// stops it with its error in *err.
+func (c *closedSessions) each(err *error) func(yield func(SessionState) bool) {
+	return func(yield func(SessionState) bool) {
+		for id, b := range c.packed {
+			var ss closedState
+			if *err = unpackClosed(&ss, id, b, c.strs); *err != nil || !yield(ss.SessionState) {
+				return
+			}
+		}
+	}
+}
+
+// each unpacks the frozen closed sessions; see closedSessions.each.
+func (p *packedClosed) each(err *error) func(yield func(SessionState) bool) {
+	return func(yield func(SessionState) bool) {
+		for i, id := range p.ids {
+			var ss closedState
+			if *err = unpackClosed(&ss, id, p.packed[i], p.strs); *err != nil || !yield(ss.SessionState) {
+				return
+			}
+		}
+	}
+}
+
+func (c *closedSessions) appendShared(b []byte, s string) []byte {
+	i, ok := c.index[s]
+	if !ok {
+		i = uint32(len(c.strs))
+		c.strs = append(c.strs, s)
+		c.index[s] = i
+	}
+	return binary.AppendUvarint(b, uint64(i))
+}
+
+// Times of a packed closed session: most are UTC to the millisecond (as
+// transcripts write them) and take a tag and the milliseconds; others are
+// written as gob writes them.
+const (
+	closedTimeZero = iota
+	closedTimeMilli
+	closedTimeOther
+)
+
+func appendClosedTime(b []byte, t time.Time) []byte {
+	switch {
+	case t.IsZero():
+		return append(b, closedTimeZero)
+	case t.Location() == time.UTC && t.Nanosecond()%1e6 == 0 && t.Equal(time.UnixMilli(t.UnixMilli())):
+		b = append(b, closedTimeMilli)
+		return binary.AppendVarint(b, t.UnixMilli())
+	default:
+		return appendTime(append(b, closedTimeOther), t)
+	}
+}
+
+func (u *unpacker) closedTime() time.Time {
+	switch u.byte() {
+	case closedTimeZero:
+		return time.Time{}
+	case closedTimeMilli:
+		return time.UnixMilli(u.varint()).UTC()
+	case closedTimeOther:
+		return u.time()
+	}
+	u.err, u.b = errPacked, nil
+	return time.Time{}
+}
+
+func appendInline(b []byte, s string) []byte {
+	b = binary.AppendUvarint(b, uint64(len(s)))
+	return append(b, s...)
+}
+
+// closedState is a SessionState with what only the packed form keeps.
+type closedState struct {
+	SessionState
+	lastSide string
+}
+
+// unpackClosed reads a packed closed session into ss.
+func unpackClosed(ss *closedState, id string, packed []byte, strs []string) error {
+	u := unpacker{strs: strs, b: packed}
+	*ss = closedState{}
+	ss.ID = id
+	ss.Cwd, ss.ProjectDir = u.str(), u.str()
+	ss.Seq = u.uvarint()
+	ss.Branch, ss.Version = u.str(), u.str()
+	ss.Slug, ss.Title, ss.lastSide = u.inline(), u.inline(), u.inline()
+	flags := u.byte()
+	ss.Started, ss.Ended, ss.HasMain = flags&closedStarted != 0, flags&closedEnded != 0, flags&closedHasMain != 0
+	ss.Start, ss.Last = u.closedTime(), u.closedTime()
+	ss.Turns = int(u.uvarint())
+	if flags&closedHasTurn != 0 {
+		t := &Turn{HasReported: flags&closedTurnHasReported != 0, Again: flags&closedTurnAgain != 0}
+		t.SessionID = id
+		if flags&closedTurnOwnSession != 0 {
+			t.SessionID = u.inline()
+		}
+		ownID := flags&closedTurnOwnID != 0
+		if ownID {
+			t.TurnID = u.inline()
+		}
+		t.AgentID = u.inline()
+		t.Project = u.str()
+		t.PromptUUID = u.inline()
+		if !ownID {
+			t.TurnID = t.PromptUUID
+		}
+		t.Number = int(u.varint())
+		t.Start, t.End = u.closedTime(), u.closedTime()
+		t.Prompt = u.inline()
+		t.Requests = int(u.varint())
+		t.Closed = u.closedTime()
+		for _, d := range [...]*time.Duration{&t.SincePrevious, &t.Work, &t.Reported, &t.Active, &t.Counted} {
+			*d = time.Duration(u.varint())
+		}
+		ss.Turn = t
+	}
+	if u.err == nil && len(u.b) != 0 {
+		u.err = errPacked
+	}
+	return u.err
+}

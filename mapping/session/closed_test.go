@@ -1,0 +1,155 @@
+package session
+
+import (
+	"reflect"
+	"strconv"
+	"testing"
+	"time"
+)
+
+// filled sets every field of the struct v points to (recursively) to a
+// value of its own, so that a field the packed form forgets shows. A field
+// of a kind it cannot fill fails the test: the packed form must learn it.
+func filled(t *testing.T, v any, skip ...string) {
+	t.Helper()
+	n := 0
+	var fill func(f reflect.Value, name string)
+	fill = func(f reflect.Value, name string) {
+		n++
+		switch {
+		case f.Type() == reflect.TypeFor[time.Time]():
+			f.Set(reflect.ValueOf(time.Unix(1_700_000_000+int64(n)*3600, int64(n)*1_000_003).UTC()))
+		case f.Kind() == reflect.String:
+			f.SetString(name + "-" + strconv.Itoa(n))
+		case f.Kind() == reflect.Bool:
+			f.SetBool(true)
+		case f.Kind() == reflect.Int || f.Kind() == reflect.Int64:
+			f.SetInt(int64(n) * 1_000_000_007)
+		case f.Kind() == reflect.Uint64:
+			f.SetUint(uint64(n) * 1_000_000_007)
+		case f.Kind() == reflect.Struct:
+			for i := range f.NumField() {
+				fill(f.Field(i), f.Type().Field(i).Name)
+			}
+		case f.Kind() == reflect.Pointer && f.Type().Elem().Kind() == reflect.Struct:
+			f.Set(reflect.New(f.Type().Elem()))
+			fill(f.Elem(), name)
+		default:
+			t.Fatalf("field %s of kind %s: teach the packed closed session (closed.go) and this test to keep it", name, f.Kind())
+		}
+	}
+	s := reflect.ValueOf(v).Elem()
+fields:
+	for i := range s.NumField() {
+		name := s.Type().Field(i).Name
+		for _, k := range skip {
+			if k == name {
+				continue fields
+			}
+		}
+		fill(s.Field(i), name)
+	}
+}
+
+// TestClosedSessionPackedKeepsEveryField: a closed session packed and
+// unpacked again has every field it had (State's and the sidechain
+// lookup's), for every shape of its turn.
+func TestClosedSessionPackedKeepsEveryField(t *testing.T) {
+	var full SessionState
+	filled(t, &full, "OpenTools", "Agents") // a session with either is not packed
+	full.Ended = true
+	cases := []struct {
+		name string
+		edit func(*SessionState)
+	}{
+		{"every field set", func(*SessionState) {}},
+		{"no turn", func(s *SessionState) { s.Turn = nil }},
+		{"turn of the session, named by its prompt", func(s *SessionState) {
+			s.Turn.SessionID, s.Turn.TurnID = s.ID, s.Turn.PromptUUID
+		}},
+		{"negative and zero durations, zero times", func(s *SessionState) {
+			s.Turn.SincePrevious, s.Turn.Active, s.Turn.Counted = -time.Second, 0, -1
+			s.Turn.Closed, s.Start = time.Time{}, time.Time{}
+		}},
+		{"not started, no main conversation, empty strings", func(s *SessionState) {
+			s.Started, s.HasMain, s.Slug, s.Title, s.Cwd, s.Turn.Prompt = false, false, "", "", "", ""
+		}},
+		{"a time with a zone", func(s *SessionState) {
+			s.Last = s.Last.In(time.FixedZone("", 5*3600+30*60))
+		}},
+		{"times to the millisecond, before 1970 and far ahead", func(s *SessionState) {
+			s.Start = time.UnixMilli(1_764_000_000_123).UTC()
+			s.Last = time.Date(1969, 12, 31, 23, 59, 59, 999_000_000, time.UTC)
+			s.Turn.Start = time.Date(9999, 1, 1, 0, 0, 0, 0, time.UTC)
+			s.Turn.End = time.Date(1, 1, 1, 0, 0, 0, 1_000_000, time.UTC)
+			s.Turn.Closed = time.Date(292277026, 1, 1, 0, 0, 0, 0, time.UTC)
+		}},
+	}
+	var c closedSessions
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			want := full
+			turn := *full.Turn
+			want.Turn = &turn
+			tc.edit(&want)
+			s := sessionOf(&want, time.Time{})
+			s.lastSide = "agent-side"
+			if !s.packable() {
+				t.Fatal("the session is not packable")
+			}
+			c.put(s)
+			if p, ok := c.project(want.ID); !ok || p != cmpOr(want.Cwd, want.ProjectDir) {
+				t.Errorf("project %q, %v; want %q", p, ok, cmpOr(want.Cwd, want.ProjectDir))
+			}
+			frozen := c.freeze()
+			got := c.take(want.ID)
+			if got == nil {
+				t.Fatal("the packed session is gone")
+			}
+			if c.take(want.ID) != nil {
+				t.Error("a session taken is still packed")
+			}
+			if !reflect.DeepEqual(got.state(), want) {
+				t.Errorf("unpacked\n%+v\n%+v\nwant\n%+v\n%+v", got.state(), got.state().Turn, want, want.Turn)
+			}
+			if got.lastSide != s.lastSide {
+				t.Errorf("lastSide %q, want %q", got.lastSide, s.lastSide)
+			}
+			var err error
+			n := 0
+			for ss := range frozen.each(&err) {
+				n++
+				if !reflect.DeepEqual(ss, want) {
+					t.Errorf("frozen\n%+v\nwant\n%+v", ss, want)
+				}
+			}
+			if err != nil || n != 1 {
+				t.Errorf("frozen: %d sessions, %v; want 1", n, err)
+			}
+		})
+	}
+}
+
+func cmpOr(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}
+
+// TestClosedSessionDamagedIsAnError: bytes cut short or with trailing
+// garbage do not unpack.
+func TestClosedSessionDamagedIsAnError(t *testing.T) {
+	var full SessionState
+	filled(t, &full, "OpenTools", "Agents")
+	full.Ended = true
+	var c closedSessions
+	c.put(sessionOf(&full, time.Time{}))
+	b := c.packed[full.ID]
+	for _, bad := range [][]byte{b[:len(b)-1], b[:len(b)/2], b[:1], append(append([]byte{}, b...), 0)} {
+		var ss closedState
+		if err := unpackClosed(&ss, full.ID, bad, c.strs); err == nil {
+			t.Errorf("%d of %d bytes unpacked without an error", len(bad), len(b))
+		}
+	}
+}
