@@ -62,6 +62,9 @@ type File struct {
 	WrittenAt time.Time `json:"written_at"`
 	Roots     []string  `json:"roots"`
 	Files     []Entry   `json:"files"`
+	// FileStream, when set, is written instead of Files (a chunk at a
+	// time); a loaded File has Files.
+	FileStream Stream[Entry] `json:"-"`
 	// Metrics and Assembler are the daemon's payloads in version 2 files,
 	// opaque here. Version 3 streams the payloads after the File as gob
 	// values of their own (see Write and Next) and leaves these empty.
@@ -181,7 +184,17 @@ func FingerprintOf(f io.ReaderAt) (Fingerprint, error) { return tail.Fingerprint
 // first FPLen bytes hash to the saved fingerprint. A file shorter than the
 // saved prefix is not the same file (or was truncated).
 func SameFile(f io.ReaderAt, e Entry) (bool, error) {
-	return Fingerprint{Sum: e.Fingerprint, Len: e.FPLen}.Matches(f)
+	fp, ok := EntryFingerprint(e)
+	if !ok {
+		return false, nil
+	}
+	return fp.Matches(f)
+}
+
+// EntryFingerprint returns the fingerprint a saved entry holds. It
+// reports false when the entry's is damaged (tail.ParseFingerprint).
+func EntryFingerprint(e Entry) (Fingerprint, bool) {
+	return tail.ParseFingerprint(e.Fingerprint, e.FPLen)
 }
 
 // DefaultPath is the state file under $XDG_STATE_HOME, else
@@ -301,9 +314,11 @@ func Write(path string, f *File, payloads ...any) error {
 	enc := gob.NewEncoder(io.MultiWriter(w, h))
 	// The file table follows the File in chunks.
 	head := *f
-	head.Files, head.rest, head.closer = nil, nil, nil
+	head.Files, head.FileStream, head.rest, head.closer = nil, nil, nil, nil
 	err = enc.Encode(&head)
-	if err == nil {
+	if err == nil && f.FileStream != nil {
+		err = f.FileStream.encodeChunks(enc)
+	} else if err == nil {
 		err = Chunked[Entry](f.Files).encodeChunks(enc)
 	}
 	for _, p := range payloads {

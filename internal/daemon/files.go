@@ -24,9 +24,17 @@ import (
 
 // fileState is what the pipeline knows of one transcript file.
 type fileState struct {
-	path   string
-	src    session.Source
-	offset int64 // everything before it has been processed
+	path string
+	// rel is the path under projects/ (a substring of path when it can
+	// be); kind and sessionID are what session.ClassifySource tells of it,
+	// and meta the subagent's .meta.json (nil: none). The whole Source is
+	// made when the file is read (source): kept in every entry, it was
+	// half the table (100,000 files: 13 MB).
+	rel       string
+	kind      session.SourceKind
+	sessionID string
+	meta      *subagentMeta
+	offset    int64 // everything before it has been processed
 	// statted says the file was stat'ed: id, size and mtime are from its
 	// last stat (id tells a new inode at the path).
 	statted bool
@@ -77,6 +85,9 @@ type reader struct {
 	// between, when set, runs between two groups of a long read (the
 	// backfill flushes there; see readFiles).
 	between func()
+	// src is the source of srcOf, the file of the last record (record).
+	src   session.Source
+	srcOf *fileState
 	// batches recycles decoded record batches across reads.
 	batches chan []transcript.Record
 }
@@ -148,9 +159,16 @@ func (r *reader) add(p string) *fileState {
 		if rel == "." || strings.HasPrefix(rel, "..") {
 			continue
 		}
-		f := &fileState{path: p, src: session.ClassifySource(rel)}
+		f := newFileState(p, rel)
 		if e, ok := r.restored[p]; ok {
-			f.offset, f.fp, f.verify = e.Counted, checkpoint.Fingerprint{Sum: e.Fingerprint, Len: e.FPLen}, true
+			if fp, ok := checkpoint.EntryFingerprint(e); ok {
+				f.offset, f.fp, f.verify = e.Counted, fp, true
+			} else {
+				// Not the file's identity: read it from the start (global
+				// dedup keeps what was counted from counting twice).
+				r.log.Info("saved fingerprint damaged, reading from the start", "path", p)
+				r.self.FilesReread.Inc()
+			}
 			delete(r.restored, p)
 		}
 		r.files[p] = f
@@ -159,6 +177,23 @@ func (r *reader) add(p string) *fileState {
 		return f
 	}
 	return nil
+}
+
+// newFileState makes the entry of the transcript at path p, rel under
+// projects/.
+func newFileState(p, rel string) *fileState {
+	src := session.ClassifySource(rel)
+	return &fileState{path: p, rel: rel, kind: src.Kind, sessionID: src.SessionID}
+}
+
+// source tells what the file is (session.ClassifySource), with its
+// subagent's .meta.json.
+func (f *fileState) source() session.Source {
+	src := session.ClassifySource(f.rel)
+	if m := f.meta; m != nil {
+		src.AgentType, src.Description, src.ToolUseID = m.AgentType, m.Description, m.ToolUseID
+	}
+	return src
 }
 
 // drop forgets a file that was removed; its counts stay.
@@ -186,7 +221,7 @@ func (r *reader) sorted() []*fileState {
 // and closes sessions between groups of files.
 func sortForRead(files []*fileState) {
 	key := func(f *fileState) string {
-		if f.src.Kind == session.SourceLegacyAgent {
+		if f.kind == session.SourceLegacyAgent {
 			// 0xff sorts after every byte of a name.
 			return filepath.Dir(f.path) + string(filepath.Separator) + "\xff" + filepath.Base(f.path)
 		}
@@ -241,7 +276,12 @@ func (r *reader) readMeta(f *fileState) {
 		f.metaRead = true
 		return
 	}
-	f.src.AgentType, f.src.Description, f.src.ToolUseID = m.AgentType, m.Description, m.ToolUseID
+	if m != (subagentMeta{}) {
+		f.meta = &m
+		if r.srcOf == f {
+			r.srcOf = nil
+		}
+	}
 	f.metaRead = true
 }
 
@@ -268,7 +308,7 @@ func (r *reader) checkIdentity(f *fileState, fh *os.File, replaced bool) bool {
 	}
 	same := true
 	if f.fp.Len > 0 {
-		ok, err := checkpoint.SameFile(fh, checkpoint.Entry{Fingerprint: f.fp.Sum, FPLen: f.fp.Len})
+		ok, err := f.fp.Matches(fh)
 		if err != nil {
 			r.log.Warn("fingerprint failed", "path", f.path, "err", err)
 			return false
@@ -333,7 +373,12 @@ func (r *reader) record(f *fileState, rec *transcript.Record, now time.Time) {
 	if r.window != nil {
 		r.window.see(rec.SessionID, f.mtime)
 	}
-	r.asm.Add(&f.src, rec, now)
+	if r.srcOf != f {
+		// Records come file by file: the source is made once per run of
+		// them.
+		r.src, r.srcOf = f.source(), f
+	}
+	r.asm.Add(&r.src, rec, now)
 }
 
 // boundType keeps unknown-type label values short and printable.

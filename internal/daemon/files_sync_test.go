@@ -5,10 +5,12 @@ import (
 	"maps"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/claude-transcript-exporter/claude-transcript-exporter/exporter/prom"
 	"github.com/claude-transcript-exporter/claude-transcript-exporter/internal/checkpoint"
@@ -65,7 +67,7 @@ func TestSyncKeepsFoundFilesAddsNewOnesAndDropsVanishedOnes(t *testing.T) {
 				rd.add(abs(rel)).offset = 10
 			}
 			for _, rel := range tt.restored {
-				rd.restored[abs(rel)] = checkpoint.Entry{Path: abs(rel), Counted: 20, FPLen: 1}
+				rd.restored[abs(rel)] = checkpoint.Entry{Path: abs(rel), Counted: 20, Fingerprint: strings.Repeat("ab", 32), FPLen: 1}
 			}
 			for _, scan := range tt.scans {
 				var found []discover.File
@@ -118,4 +120,32 @@ func paths(files []discover.File) []string {
 		ps = append(ps, f.Path)
 	}
 	return ps
+}
+
+// TestSyncReadsAFileWithADamagedSavedFingerprintFromTheStart: a saved
+// entry whose fingerprint is not a hex SHA-256 of 1 to 1,024 bytes does
+// not say which file its offset was taken in: the file is read from the
+// start (dedup keeps what was counted), and the damage is counted as a
+// file read again.
+func TestSyncReadsAFileWithADamagedSavedFingerprintFromTheStart(t *testing.T) {
+	root := t.TempDir()
+	p := filepath.Join(root, "projects", "-p", "a.jsonl")
+	for _, e := range []checkpoint.Entry{
+		{Fingerprint: "not hex", FPLen: 10},
+		{Fingerprint: strings.Repeat("ab", 31), FPLen: 10},
+		{Fingerprint: strings.Repeat("ab", 32), FPLen: -1},
+		{Fingerprint: strings.Repeat("ab", 32), FPLen: checkpoint.FingerprintBytes + 1},
+	} {
+		self := prom.NewSelf(prometheus.NewRegistry())
+		rd := newReader(&Config{ClaudeDirs: []string{root}}, slog.New(slog.DiscardHandler), self, nil, transcript.Options{}, time.Now)
+		e.Path, e.Counted = p, 20
+		rd.restored[p] = e
+		rd.sync([]discover.File{{Path: p, Size: 30}}, nil)
+		if f := rd.files[p]; f == nil || f.offset != 0 || f.verify || f.fp.Len != 0 {
+			t.Errorf("%+v: entry %+v, want offset 0 and no fingerprint", e, f)
+		}
+		if got := testutil.ToFloat64(self.FilesReread); got != 1 {
+			t.Errorf("%+v: files read again %v, want 1", e, got)
+		}
+	}
 }

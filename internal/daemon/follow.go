@@ -42,7 +42,7 @@ func (f *follower) rescan() {
 	changed := f.changed[:0]
 	f.rd.sync(found, func(fs *fileState, fi discover.File) {
 		if f.traces != nil {
-			f.traces.window.see(fs.src.SessionID, fi.ModTime)
+			f.traces.window.see(fs.sessionID, fi.ModTime)
 		}
 		if !fs.statted || fs.verify || fi.Size != fs.offset || fi.Size != fs.size || !fi.ModTime.Equal(fs.mtime) {
 			changed = append(changed, fs)

@@ -221,8 +221,7 @@ const DefaultGroupBytes = 64 << 20
 // continues reports whether f belongs with prev: a subagent file of the
 // same session (<session>.jsonl sorts right before <session>/subagents/).
 func continues(prev, f *fileState) bool {
-	return prev != nil && f.src.Kind == session.SourceSubagent && f.src.SessionID != "" &&
-		(prev.src.SessionID == f.src.SessionID)
+	return prev != nil && f.kind == session.SourceSubagent && f.sessionID != "" && prev.sessionID == f.sessionID
 }
 
 // readFiles reads what was appended to each file since its offset, decoding

@@ -10,7 +10,8 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/debug"
-	"sort"
+	"slices"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -32,7 +33,7 @@ type snapshot struct {
 	// or the assembler itself (inPlace).
 	asm    assemblerState
 	blocks prom.BlocksState
-	files  []checkpoint.Entry
+	files  []fileMark
 	// projects is the label given to each working dir (basename labels):
 	// a label once given never changes, across restarts too.
 	projects map[string]string
@@ -74,14 +75,38 @@ func (l liveAssembler) Head() session.State { return l.StateHead() }
 // fill copies the blocks and the file watermarks.
 func (snap *snapshot) fill(usage *prom.Metrics, rd *reader) {
 	snap.blocks = usage.BlocksState()
-	snap.files = make([]checkpoint.Entry, 0, len(rd.files))
+	snap.files = make([]fileMark, 0, len(rd.files))
 	for _, fs := range rd.files {
 		if fs.offset == 0 && fs.fp.Len == 0 {
 			continue
 		}
-		snap.files = append(snap.files, checkpoint.Entry{Path: fs.path, Fingerprint: fs.fp.Sum, FPLen: fs.fp.Len, Counted: fs.offset, Exported: fs.offset})
+		snap.files = append(snap.files, fileMark{path: fs.path, fp: fs.fp, offset: fs.offset})
 	}
-	sort.Slice(snap.files, func(i, j int) bool { return snap.files[i].Path < snap.files[j].Path })
+	slices.SortFunc(snap.files, func(a, b fileMark) int { return strings.Compare(a.path, b.path) })
+}
+
+// fileMark is a file's identity and watermark in a snapshot: its entry in
+// the state file, with the fingerprint as bytes (made hex a chunk at a
+// time as it is written, entries).
+type fileMark struct {
+	path   string
+	fp     checkpoint.Fingerprint
+	offset int64
+}
+
+// entries yields the file table as the state file holds it.
+func (s *snapshot) entries(yield func([]checkpoint.Entry) error) error {
+	buf := make([]checkpoint.Entry, 0, checkpoint.ChunkLen)
+	for i := 0; i < len(s.files); i += checkpoint.ChunkLen {
+		buf = buf[:0]
+		for _, m := range s.files[i:min(i+checkpoint.ChunkLen, len(s.files))] {
+			buf = append(buf, checkpoint.Entry{Path: m.path, Fingerprint: m.fp.Hex(), FPLen: m.fp.Len, Counted: m.offset, Exported: m.offset})
+		}
+		if err := yield(buf); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // large says the snapshot is big enough that its garbage is worth a
@@ -92,7 +117,7 @@ func (s *snapshot) large() bool { return len(s.files) > 2000 }
 // counters and the assembler state are streamed to the file after its
 // header.
 func (s *snapshot) write() error {
-	f := &checkpoint.File{WrittenAt: s.at.UTC(), Roots: s.cfg.ClaudeDirs, Files: s.files}
+	f := &checkpoint.File{WrittenAt: s.at.UTC(), Roots: s.cfg.ClaudeDirs, FileStream: s.entries}
 	core, extra := s.payloads()
 	return checkpoint.Write(s.cfg.StateFile, f, append(core, extra...)...)
 }

@@ -11,12 +11,35 @@ import (
 // FingerprintBytes is how many leading bytes identify a file.
 const FingerprintBytes = 1024
 
-// Fingerprint identifies a file by its first bytes: the hex SHA-256 of up
-// to FingerprintBytes bytes, and how many bytes it covers. A file that
+// Fingerprint identifies a file by its first bytes: the SHA-256 of up to
+// FingerprintBytes bytes, and how many bytes it covers. A file that
 // grows keeps the fingerprint it had: its first Len bytes do not change.
+// The sum is kept as bytes (a daemon holds one per file; as a hex string
+// it took 64 more bytes each); Hex and ParseFingerprint give the hex form
+// a state file holds.
 type Fingerprint struct {
-	Sum string
+	Sum [sha256.Size]byte
 	Len int
+}
+
+// Hex returns the sum in hex.
+func (fp Fingerprint) Hex() string { return hex.EncodeToString(fp.Sum[:]) }
+
+// ParseFingerprint reads a fingerprint from its hex sum and length. It
+// reports false when sum is not a hex SHA-256 or n not a length from 1
+// to FingerprintBytes. Length 0 is the zero Fingerprint, whatever sum.
+func ParseFingerprint(sum string, n int) (Fingerprint, bool) {
+	if n == 0 {
+		return Fingerprint{}, true
+	}
+	fp := Fingerprint{Len: n}
+	if n < 0 || n > FingerprintBytes || hex.DecodedLen(len(sum)) != len(fp.Sum) {
+		return Fingerprint{}, false
+	}
+	if _, err := hex.Decode(fp.Sum[:], []byte(sum)); err != nil {
+		return Fingerprint{}, false
+	}
+	return fp, true
 }
 
 // FingerprintOf reads the fingerprint of an open file: its first
@@ -31,8 +54,7 @@ func FingerprintOf(f io.ReaderAt) (Fingerprint, error) {
 }
 
 func fingerprintBytes(b []byte) Fingerprint {
-	s := sha256.Sum256(b)
-	return Fingerprint{Sum: hex.EncodeToString(s[:]), Len: len(b)}
+	return Fingerprint{Sum: sha256.Sum256(b), Len: len(b)}
 }
 
 // Matches reports whether f is the file fp was taken of: its first Len

@@ -63,3 +63,26 @@ func TestEndsLineTellsALinesEndFromItsMiddle(t *testing.T) {
 		}
 	}
 }
+
+// TestFingerprintHexRoundTrips: the hex form a state file holds reads
+// back to the same fingerprint, and what is not one is refused.
+func TestFingerprintHexRoundTrips(t *testing.T) {
+	fp, err := FingerprintOf(bytes.NewReader([]byte("{\"type\":\"user\"}\n")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, ok := ParseFingerprint(fp.Hex(), fp.Len); !ok || got != fp {
+		t.Errorf("ParseFingerprint(%q, %d) = %+v, %v; want %+v", fp.Hex(), fp.Len, got, ok, fp)
+	}
+	if got, ok := ParseFingerprint("whatever", 0); !ok || got != (Fingerprint{}) {
+		t.Errorf("length 0: %+v, %v; want the zero fingerprint", got, ok)
+	}
+	for _, bad := range []struct {
+		sum string
+		n   int
+	}{{fp.Hex()[:62], fp.Len}, {fp.Hex() + "00", fp.Len}, {"zz" + fp.Hex()[2:], fp.Len}, {fp.Hex(), -1}, {fp.Hex(), FingerprintBytes + 1}} {
+		if got, ok := ParseFingerprint(bad.sum, bad.n); ok {
+			t.Errorf("ParseFingerprint(%q, %d) = %+v, want refused", bad.sum, bad.n, got)
+		}
+	}
+}
