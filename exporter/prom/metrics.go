@@ -33,7 +33,14 @@ type Metrics struct {
 	now                                                      func() time.Time
 	mu                                                       sync.Mutex
 	activity                                                 map[string]activity
-	hist                                                     *History
+	// gone holds the projects of sessions reported already out of the
+	// window since the last collection: it reports them at 0 once, as it
+	// does a project whose sessions left the window.
+	gone map[string]struct{}
+	// since is the start of the window at the last collection (or at
+	// start): a time before it is out of the window now too.
+	since time.Time
+	hist  *History
 	// ex is the exemplar of the request being observed (set by the
 	// mapper, from the pipeline goroutine only), at its time.
 	ex   *exemplar
@@ -134,6 +141,8 @@ func NewMetrics(reg prometheus.Registerer, activeWindow time.Duration, now func(
 		activeWindow: activeWindow,
 		now:          now,
 		activity:     map[string]activity{},
+		gone:         map[string]struct{}{},
+		since:        now().Add(-activeWindow),
 	}
 	// Saved before spender was recorded: such counts cannot be split.
 	m.tokens.added, m.cost.added = "unknown", "unknown"
@@ -291,9 +300,16 @@ func (m *Metrics) AddAPIError(kind, project string) { m.apiErrors.add(1, kind, p
 // Activity implements metrics.Observer.
 func (m *Metrics) Activity(sessionID, project string, t time.Time) {
 	m.mu.Lock()
-	// At equal times the later report wins: a session closed and opened
-	// again may have learnt its project (working directory) since.
-	if a, ok := m.activity[sessionID]; !ok || !t.Before(a.t) {
+	// A session whose time is out of the window (before its start at the
+	// last collection, so out of it now too) is not kept: the
+	// gauge's next collection would drop it (a backfill held every session
+	// of the history until then, 9 MB at 100,000); only its project is,
+	// for the 0 that collection reports. At equal times the later report
+	// wins: a session closed and opened again may have learnt its project
+	// (working directory) since.
+	if t.Before(m.since) {
+		m.gone[project] = struct{}{}
+	} else if a, ok := m.activity[sessionID]; !ok || !t.Before(a.t) {
 		m.activity[sessionID] = activity{project: project, t: t}
 	}
 	m.mu.Unlock()
@@ -316,11 +332,16 @@ func (c activeCollector) Collect(ch chan<- prometheus.Metric) {
 			counts[a.project]++
 		} else {
 			delete(m.activity, id)
-			if _, ok := counts[a.project]; !ok {
-				counts[a.project] = 0
-			}
+			m.gone[a.project] = struct{}{}
 		}
 	}
+	for p := range m.gone {
+		if _, ok := counts[p]; !ok {
+			counts[p] = 0
+		}
+	}
+	clear(m.gone)
+	m.since = now.Add(-m.activeWindow)
 	m.mu.Unlock()
 	for p, n := range counts {
 		ch <- prometheus.MustNewConstMetric(m.activeDesc, prometheus.GaugeValue, n, p)

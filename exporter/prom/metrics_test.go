@@ -2,6 +2,7 @@ package prom
 
 import (
 	"bytes"
+	"fmt"
 	"os/exec"
 	"strings"
 	"testing"
@@ -97,6 +98,41 @@ func TestActiveSessionsCountsOnlyTheWindowAndForgetsOld(t *testing.T) {
 # TYPE claude_transcript_sessions_active gauge
 claude_transcript_sessions_active{project="repo"} 1
 `
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "claude_transcript_sessions_active"); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestActivityOutsideTheWindowIsNotKept: a backfill reports every session
+// of the history; those whose last record is already out of the window
+// are not held until the next collection (only their project, for the
+// one 0 it reports), and the gauge still counts the ones in it, also
+// when a session's older record comes after its newer.
+func TestActivityOutsideTheWindowIsNotKept(t *testing.T) {
+	now := time.Unix(1_800_000_000, 0)
+	reg := prometheus.NewRegistry()
+	m := NewMetrics(reg, 5*time.Minute, func() time.Time { return now })
+	for i := range 1000 {
+		m.Activity(fmt.Sprint("old", i), "history", now.Add(-time.Duration(i+6)*time.Minute))
+	}
+	m.Activity("s1", "repo", now.Add(-time.Minute))
+	m.Activity("s1", "repo", now.Add(-time.Hour))
+	m.Activity("s2", "repo", now.Add(-5*time.Minute))
+	if len(m.activity) != 2 {
+		t.Errorf("%d sessions held, want the 2 in the window", len(m.activity))
+	}
+	want := `
+# HELP claude_transcript_sessions_active Sessions with a record within the active window (--sessions.active-window).
+# TYPE claude_transcript_sessions_active gauge
+claude_transcript_sessions_active{project="history"} 0
+claude_transcript_sessions_active{project="repo"} 2
+`
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "claude_transcript_sessions_active"); err != nil {
+		t.Fatal(err)
+	}
+	// As for sessions that left the window, their project is reported at
+	// 0 once, not again.
+	want = strings.ReplaceAll(want, "claude_transcript_sessions_active{project=\"history\"} 0\n", "")
 	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "claude_transcript_sessions_active"); err != nil {
 		t.Fatal(err)
 	}
