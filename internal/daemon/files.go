@@ -85,9 +85,11 @@ type reader struct {
 	// between, when set, runs between two groups of a long read (the
 	// backfill flushes there; see readFiles).
 	between func()
-	// src is the source of srcOf, the file of the last record (record).
-	src   session.Source
-	srcOf *fileState
+	// src is the source of srcOf, the file of the last record, made with
+	// srcMeta (record).
+	src     session.Source
+	srcOf   *fileState
+	srcMeta *subagentMeta
 	// batches recycles decoded record batches across reads.
 	batches chan []transcript.Record
 }
@@ -278,9 +280,6 @@ func (r *reader) readMeta(f *fileState) {
 	}
 	if m != (subagentMeta{}) {
 		f.meta = &m
-		if r.srcOf == f {
-			r.srcOf = nil
-		}
 	}
 	f.metaRead = true
 }
@@ -373,10 +372,12 @@ func (r *reader) record(f *fileState, rec *transcript.Record, now time.Time) {
 	if r.window != nil {
 		r.window.see(rec.SessionID, f.mtime)
 	}
-	if r.srcOf != f {
+	if r.srcOf != f || r.srcMeta != f.meta {
 		// Records come file by file: the source is made once per run of
-		// them.
-		r.src, r.srcOf = f.source(), f
+		// them (and again if the file's .meta.json was read since; it is
+		// read on the goroutine that opens files, before the file's
+		// lines are handed over).
+		r.src, r.srcOf, r.srcMeta = f.source(), f, f.meta
 	}
 	r.asm.Add(&r.src, rec, now)
 }
