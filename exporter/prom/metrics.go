@@ -59,6 +59,12 @@ type activity struct {
 	t       time.Time
 }
 
+// activitySlack is how far before the window's start at the last
+// collection a session's time must be for Activity not to hold it: the
+// collection decides for the sessions held, so the slack only keeps the
+// gauge right when the wall clock steps back (by less than it).
+const activitySlack = time.Hour
+
 // ActivityWindowDefault is the default --sessions.active-window.
 const ActivityWindowDefault = 5 * time.Minute
 
@@ -142,7 +148,7 @@ func NewMetrics(reg prometheus.Registerer, activeWindow time.Duration, now func(
 		now:          now,
 		activity:     map[string]activity{},
 		gone:         map[string]struct{}{},
-		since:        now().Add(-activeWindow),
+		since:        now().Add(-activeWindow - activitySlack),
 	}
 	// Saved before spender was recorded: such counts cannot be split.
 	m.tokens.added, m.cost.added = "unknown", "unknown"
@@ -301,15 +307,22 @@ func (m *Metrics) AddAPIError(kind, project string) { m.apiErrors.add(1, kind, p
 func (m *Metrics) Activity(sessionID, project string, t time.Time) {
 	m.mu.Lock()
 	// A session whose time is out of the window (before its start at the
-	// last collection, so out of it now too) is not kept: the
-	// gauge's next collection would drop it (a backfill held every session
-	// of the history until then, 9 MB at 100,000); only its project is,
-	// for the 0 that collection reports. At equal times the later report
-	// wins: a session closed and opened again may have learnt its project
-	// (working directory) since.
-	if t.Before(m.since) {
+	// last collection less an hour, so out of it now too, even if the
+	// clock stepped back a little) is not held when it is not already:
+	// the gauge's next collection would drop it (a backfill held every
+	// session of the history until then, 9 MB at 100,000); only its
+	// project is, for the 0 that collection reports. For a session held,
+	// the later report wins, at equal times too: a session closed and
+	// opened again may have learnt its project (working directory) since.
+	a, held := m.activity[sessionID]
+	switch {
+	case held:
+		if !t.Before(a.t) {
+			m.activity[sessionID] = activity{project: project, t: t}
+		}
+	case t.Before(m.since):
 		m.gone[project] = struct{}{}
-	} else if a, ok := m.activity[sessionID]; !ok || !t.Before(a.t) {
+	default:
 		m.activity[sessionID] = activity{project: project, t: t}
 	}
 	m.mu.Unlock()
@@ -341,7 +354,7 @@ func (c activeCollector) Collect(ch chan<- prometheus.Metric) {
 		}
 	}
 	clear(m.gone)
-	m.since = now.Add(-m.activeWindow)
+	m.since = now.Add(-m.activeWindow - activitySlack)
 	m.mu.Unlock()
 	for p, n := range counts {
 		ch <- prometheus.MustNewConstMetric(m.activeDesc, prometheus.GaugeValue, n, p)

@@ -113,11 +113,12 @@ func TestActivityOutsideTheWindowIsNotKept(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	m := NewMetrics(reg, 5*time.Minute, func() time.Time { return now })
 	for i := range 1000 {
-		m.Activity(fmt.Sprint("old", i), "history", now.Add(-time.Duration(i+6)*time.Minute))
+		m.Activity(fmt.Sprint("old", i), "history", now.Add(-time.Duration(i+66)*time.Minute))
 	}
 	m.Activity("s1", "repo", now.Add(-time.Minute))
 	m.Activity("s1", "repo", now.Add(-time.Hour))
 	m.Activity("s2", "repo", now.Add(-5*time.Minute))
+	m.Activity("s2", "elsewhere", now.Add(-2*time.Hour)) // older: no 0 for its project
 	if len(m.activity) != 2 {
 		t.Errorf("%d sessions held, want the 2 in the window", len(m.activity))
 	}
