@@ -375,12 +375,7 @@ func (a *Assembler) where(c *ctxState) Where {
 	return w
 }
 
-func (a *Assembler) project(s *sessState) string {
-	if s.cwd != "" {
-		return s.cwd
-	}
-	return s.projectDir
-}
+func (a *Assembler) project(s *sessState) string { return cmp.Or(s.cwd, s.projectDir) }
 
 func laterOf(a, b time.Time) time.Time {
 	if b.After(a) {

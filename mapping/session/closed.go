@@ -14,7 +14,10 @@ package session
 // reads the packed bytes.
 
 import (
+	"cmp"
 	"encoding/binary"
+	"iter"
+	"maps"
 	"slices"
 	"time"
 )
@@ -40,12 +43,10 @@ type packedClosed struct {
 	strs   []string
 }
 
-// Flags of a packed closed session, in one byte.
+// Flags of a packed closed session, in one byte after the session's
+// (sessState.flags).
 const (
-	closedStarted = 1 << iota
-	closedEnded
-	closedHasMain
-	closedHasTurn
+	closedHasTurn = packFlagsEnd << iota
 	closedTurnHasReported
 	closedTurnAgain
 	closedTurnOwnSession // the turn's Where.SessionID is not the session's id
@@ -74,16 +75,7 @@ func (c *closedSessions) put(s *sessState) {
 	b = appendInline(b, s.slug)
 	b = appendInline(b, s.title)
 	b = appendInline(b, s.lastSide)
-	var flags byte
-	if s.started {
-		flags |= closedStarted
-	}
-	if s.ended {
-		flags |= closedEnded
-	}
-	if s.hasMain {
-		flags |= closedHasMain
-	}
+	flags := s.flags()
 	t := s.turn
 	if t != nil {
 		flags |= closedHasTurn
@@ -154,11 +146,7 @@ func (c *closedSessions) project(id string) (string, bool) {
 		return "", false
 	}
 	u := unpacker{strs: c.strs, b: b}
-	cwd, dir := u.str(), u.str()
-	if cwd != "" {
-		return cwd, true
-	}
-	return dir, true
+	return cmp.Or(u.str(), u.str()), true // the working dir, else the project dir
 }
 
 // freeze returns the packed sessions as they are now.
@@ -171,25 +159,32 @@ func (c *closedSessions) freeze() packedClosed {
 	return p
 }
 
-// each unpacks the closed sessions into SessionStates. A damaged one
-// stops it with its error in *err.
-func (c *closedSessions) each(err *error) func(yield func(SessionState) bool) {
-	return func(yield func(SessionState) bool) {
-		for id, b := range c.packed {
-			var ss closedState
-			if *err = unpackClosed(&ss, id, b, c.strs); *err != nil || !yield(ss.SessionState) {
+// all yields the closed sessions unpacked; a damaged one ends it with its
+// error.
+func (c *closedSessions) all() iter.Seq2[SessionState, error] {
+	return unpackAll(maps.All(c.packed), c.strs)
+}
+
+// all yields the frozen closed sessions; see closedSessions.all.
+func (p *packedClosed) all() iter.Seq2[SessionState, error] {
+	return unpackAll(func(yield func(string, []byte) bool) {
+		for i, id := range p.ids {
+			if !yield(id, p.packed[i]) {
 				return
 			}
 		}
-	}
+	}, p.strs)
 }
 
-// each unpacks the frozen closed sessions; see closedSessions.each.
-func (p *packedClosed) each(err *error) func(yield func(SessionState) bool) {
-	return func(yield func(SessionState) bool) {
-		for i, id := range p.ids {
+func unpackAll(packed iter.Seq2[string, []byte], strs []string) iter.Seq2[SessionState, error] {
+	return func(yield func(SessionState, error) bool) {
+		for id, b := range packed {
 			var ss closedState
-			if *err = unpackClosed(&ss, id, p.packed[i], p.strs); *err != nil || !yield(ss.SessionState) {
+			if err := unpackClosed(&ss, id, b, strs); err != nil {
+				yield(SessionState{}, err)
+				return
+			}
+			if !yield(ss.SessionState, nil) {
 				return
 			}
 		}
@@ -261,7 +256,7 @@ func unpackClosed(ss *closedState, id string, packed []byte, strs []string) erro
 	ss.Branch, ss.Version = u.str(), u.str()
 	ss.Slug, ss.Title, ss.lastSide = u.inline(), u.inline(), u.inline()
 	flags := u.byte()
-	ss.Started, ss.Ended, ss.HasMain = flags&closedStarted != 0, flags&closedEnded != 0, flags&closedHasMain != 0
+	ss.setFlags(flags)
 	ss.Start, ss.Last = u.closedTime(), u.closedTime()
 	ss.Turns = int(u.uvarint())
 	if flags&closedHasTurn != 0 {

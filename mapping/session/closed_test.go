@@ -1,6 +1,7 @@
 package session
 
 import (
+	"cmp"
 	"reflect"
 	"strconv"
 	"testing"
@@ -98,8 +99,8 @@ func TestClosedSessionPackedKeepsEveryField(t *testing.T) {
 				t.Fatal("the session is not packable")
 			}
 			c.put(s)
-			if p, ok := c.project(want.ID); !ok || p != cmpOr(want.Cwd, want.ProjectDir) {
-				t.Errorf("project %q, %v; want %q", p, ok, cmpOr(want.Cwd, want.ProjectDir))
+			if p, ok := c.project(want.ID); !ok || p != cmp.Or(want.Cwd, want.ProjectDir) {
+				t.Errorf("project %q, %v; want %q", p, ok, cmp.Or(want.Cwd, want.ProjectDir))
 			}
 			frozen := c.freeze()
 			got := c.take(want.ID)
@@ -115,26 +116,18 @@ func TestClosedSessionPackedKeepsEveryField(t *testing.T) {
 			if got.lastSide != s.lastSide {
 				t.Errorf("lastSide %q, want %q", got.lastSide, s.lastSide)
 			}
-			var err error
 			n := 0
-			for ss := range frozen.each(&err) {
+			for ss, err := range frozen.all() {
 				n++
-				if !reflect.DeepEqual(ss, want) {
-					t.Errorf("frozen\n%+v\nwant\n%+v", ss, want)
+				if err != nil || !reflect.DeepEqual(ss, want) {
+					t.Errorf("frozen (%v)\n%+v\nwant\n%+v", err, ss, want)
 				}
 			}
-			if err != nil || n != 1 {
-				t.Errorf("frozen: %d sessions, %v; want 1", n, err)
+			if n != 1 {
+				t.Errorf("frozen: %d sessions, want 1", n)
 			}
 		})
 	}
-}
-
-func cmpOr(a, b string) string {
-	if a != "" {
-		return a
-	}
-	return b
 }
 
 // TestClosedSessionDamagedIsAnError: bytes cut short or with trailing

@@ -65,25 +65,20 @@ func (f *Frozen) Head() State { return f.head }
 // EachSession calls fn with the sessions' states, at most n at a time, in
 // a buffer fn must not keep; it stops at fn's first error.
 func (f *Frozen) EachSession(n int, fn func([]SessionState) error) error {
-	u := unpacker{strs: f.strs, b: f.sessions}
-	var bad error
-	err := eachBatch(func(yield func(SessionState) bool) {
+	live := func(yield func(SessionState, error) bool) {
+		u := unpacker{strs: f.strs, b: f.sessions}
 		for i := 0; i < f.n; i++ {
 			var ss SessionState
-			if bad = u.session(&ss, f.turns[i]); bad != nil || !yield(ss) {
+			if err := u.session(&ss, f.turns[i]); err != nil {
+				yield(SessionState{}, err)
+				return
+			}
+			if !yield(ss, nil) {
 				return
 			}
 		}
-		for ss := range f.closed.each(&bad) {
-			if !yield(ss) {
-				return
-			}
-		}
-	}, n, fn)
-	if err != nil {
-		return err
 	}
-	return bad
+	return eachSessionBatch(live, f.closed.all(), n, fn)
 }
 
 // EachDoneRequest calls fn with the counted requests, at most n at a time,
@@ -123,12 +118,34 @@ type packer struct {
 // 16 bytes, five string indexes and a few numbers.
 const packedSessionBytes = 56
 
-// Session flags, packed in one byte.
+// Session flags, packed in one byte (a packed closed session adds its
+// own after these, closed.go).
 const (
 	packStarted = 1 << iota
 	packEnded
 	packHasMain
+	packFlagsEnd
 )
+
+// flags packs the session's flags.
+func (s *sessState) flags() byte {
+	var f byte
+	if s.started {
+		f |= packStarted
+	}
+	if s.ended {
+		f |= packEnded
+	}
+	if s.hasMain {
+		f |= packHasMain
+	}
+	return f
+}
+
+// setFlags reads the flags packed by sessState.flags into ss.
+func (ss *SessionState) setFlags(f byte) {
+	ss.Started, ss.Ended, ss.HasMain = f&packStarted != 0, f&packEnded != 0, f&packHasMain != 0
+}
 
 func (p *packer) session(s *sessState) {
 	b := p.f.sessions
@@ -139,17 +156,7 @@ func (p *packer) session(s *sessState) {
 	}
 	b = binary.AppendUvarint(b, p.unique(s.slug))
 	b = binary.AppendUvarint(b, p.unique(s.title))
-	var flags byte
-	if s.started {
-		flags |= packStarted
-	}
-	if s.ended {
-		flags |= packEnded
-	}
-	if s.hasMain {
-		flags |= packHasMain
-	}
-	b = append(b, flags)
+	b = append(b, s.flags())
 	b = appendTime(b, s.start)
 	b = appendTime(b, s.last)
 	b = binary.AppendUvarint(b, uint64(s.turns))
@@ -214,23 +221,30 @@ type unpacker struct {
 	err  error
 }
 
-func (u *unpacker) uvarint() uint64 {
-	v, n := binary.Uvarint(u.b)
-	if n <= 0 {
+// skip moves past n bytes read, or fails the unpacking when n is not a
+// length read (a varint's n <= 0).
+func (u *unpacker) skip(n int) bool {
+	if n <= 0 || n > len(u.b) {
 		u.err, u.b = errPacked, nil
-		return 0
+		return false
 	}
 	u.b = u.b[n:]
+	return true
+}
+
+func (u *unpacker) uvarint() uint64 {
+	v, n := binary.Uvarint(u.b)
+	if !u.skip(n) {
+		return 0
+	}
 	return v
 }
 
 func (u *unpacker) varint() int64 {
 	v, n := binary.Varint(u.b)
-	if n <= 0 {
-		u.err, u.b = errPacked, nil
+	if !u.skip(n) {
 		return 0
 	}
-	u.b = u.b[n:]
 	return v
 }
 
@@ -285,12 +299,7 @@ func (u *unpacker) session(ss *SessionState, turn *Turn) error {
 	ss.ID = u.str()
 	ss.Cwd, ss.Branch, ss.Version, ss.ProjectDir = u.str(), u.str(), u.str(), u.str()
 	ss.Slug, ss.Title = u.str(), u.str()
-	if len(u.b) == 0 {
-		return errPacked
-	}
-	flags := u.b[0]
-	u.b = u.b[1:]
-	ss.Started, ss.Ended, ss.HasMain = flags&packStarted != 0, flags&packEnded != 0, flags&packHasMain != 0
+	ss.setFlags(u.byte())
 	ss.Start, ss.Last = u.time(), u.time()
 	ss.Turns = int(u.uvarint())
 	ss.Turn = turn

@@ -157,13 +157,12 @@ func (a *Assembler) State() State {
 	for _, s := range a.sessions {
 		st.Sessions = append(st.Sessions, s.state())
 	}
-	var err error
-	for ss := range a.closed.each(&err) {
+	for ss, err := range a.closed.all() {
+		if err != nil {
+			// Packed by put on this goroutine: it cannot be damaged.
+			panic(err)
+		}
 		st.Sessions = append(st.Sessions, ss)
-	}
-	if err != nil {
-		// Packed by put on this goroutine: it cannot be damaged.
-		panic(err)
 	}
 	st.DoneRequests = make([]DoneRequest, 0, a.done.len())
 	a.done.each(func(k uint64, d doneReq) {
@@ -222,16 +221,31 @@ func (a *Assembler) EachSeenKey(n int, fn func([]uint64) error) error {
 // n at a time, in a buffer fn must not keep; it stops at fn's first error.
 // Call it between Adds.
 func (a *Assembler) EachSession(n int, fn func([]SessionState) error) error {
-	var bad error
-	err := eachBatch(func(yield func(SessionState) bool) {
+	live := func(yield func(SessionState, error) bool) {
 		for _, s := range a.sessions {
-			if !yield(s.state()) {
+			if !yield(s.state(), nil) {
 				return
 			}
 		}
-		for ss := range a.closed.each(&bad) {
-			if !yield(ss) {
-				return
+	}
+	return eachSessionBatch(live, a.closed.all(), n, fn)
+}
+
+// eachSessionBatch calls fn with the sessions of live and then of closed,
+// at most n at a time (see eachBatch); it stops at the first error of
+// either or of fn.
+func eachSessionBatch(live, closed iter.Seq2[SessionState, error], n int, fn func([]SessionState) error) error {
+	var bad error
+	err := eachBatch(func(yield func(SessionState) bool) {
+		for _, seq := range [...]iter.Seq2[SessionState, error]{live, closed} {
+			for ss, err := range seq {
+				if err != nil {
+					bad = err
+					return
+				}
+				if !yield(ss) {
+					return
+				}
 			}
 		}
 	}, n, fn)
