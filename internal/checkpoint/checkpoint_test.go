@@ -76,7 +76,7 @@ func TestSameFileByFingerprint(t *testing.T) {
 	if err != nil || fp.Len != FingerprintBytes {
 		t.Fatalf("fingerprint %v %v", fp, err)
 	}
-	e := Entry{Path: p, Fingerprint: fp.Hex(), FPLen: fp.Len}
+	e := Entry{Path: p, Fingerprint: fp.Hex(), FPLen: int(fp.Len)}
 	check := func(name string, data []byte, want bool) {
 		if err := os.WriteFile(p, data, 0o600); err != nil {
 			t.Fatal(err)

@@ -6,6 +6,7 @@ import (
 	"io"
 	"io/fs"
 	"log/slog"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -25,37 +26,69 @@ import (
 // fileState is what the pipeline knows of one transcript file.
 type fileState struct {
 	path string
-	// rel is the path under projects/ (a substring of path when it can
-	// be); kind and sessionID are what session.ClassifySource tells of it,
-	// and meta the subagent's .meta.json (nil: none). The whole Source is
-	// made when the file is read (source): kept in every entry, it was
-	// half the table (100,000 files: 13 MB).
-	rel       string
-	kind      session.SourceKind
-	sessionID string
-	meta      *subagentMeta
-	offset    int64 // everything before it has been processed
-	// statted says the file was stat'ed: id, size and mtime are from its
-	// last stat (id tells a new inode at the path).
-	statted bool
-	id      fileID
-	size    int64
-	mtime   time.Time
-	// metaRead says the subagent .meta.json was looked for.
-	metaRead bool
+	// meta is the subagent's .meta.json (nil: none).
+	meta *subagentMeta
+	// offset: everything before it has been processed.
+	offset int64
+	// id, size and mtime (Unix nanoseconds) are from the file's last
+	// stat, when statted (id tells a new inode at the path).
+	size  int64
+	mtime int64
+	id    fileID
 	// fp is the fingerprint of the file's first bytes (its identity in
 	// the state file); verify asks for a fingerprint check before the
 	// next read (after a restore).
-	fp     checkpoint.Fingerprint
-	verify bool
+	fp checkpoint.Fingerprint
 	// seen is the generation of the last scan that found the file.
-	seen uint64
+	seen uint32
+	// relAt is where the path under projects/ starts in path (0: it is
+	// not a substring of path; reader.rel works it out). What
+	// session.ClassifySource tells of it is made when needed: kept in
+	// every entry, a whole Source was half the table (100,000 files:
+	// 13 MB). kind is kept for sorting.
+	relAt   uint16
+	kind    session.SourceKind
+	statted bool
+	verify  bool
+	// metaRead says the subagent .meta.json was looked for.
+	metaRead bool
 	// warnedUsage says a rejected usage in this file was logged (once
 	// per file; the rest are only counted).
 	warnedUsage bool
 	// skipped says the path was found not to be a regular file (counted
 	// and logged once).
 	skipped bool
+}
+
+// The table holds an entry per transcript for as long as the daemon runs,
+// so its size is the daemon's at 100,000 files: fields are ordered and
+// typed to fit a 112-byte size class (was 208).
+
+// modTime returns the mtime of the file's last stat.
+func (f *fileState) modTime() time.Time { return time.Unix(0, f.mtime) }
+
+// setStat records a stat of the file. Modification times past 2262 (the
+// end of Unix nanoseconds in an int64) all read as one time.
+func (f *fileState) setStat(st os.FileInfo) {
+	f.statted, f.id, f.size, f.mtime = true, idOf(st), st.Size(), unixNano(st.ModTime())
+}
+
+// sameStat reports whether a file found with size and mtime looks as it
+// did at its last stat.
+func (f *fileState) sameStat(size int64, mtime time.Time) bool {
+	return f.statted && size == f.size && unixNano(mtime) == f.mtime
+}
+
+// unixNano is t.UnixNano, clamped to what an int64 holds.
+func unixNano(t time.Time) int64 {
+	const maxSec = math.MaxInt64/int64(time.Second) - 1
+	switch sec := t.Unix(); {
+	case sec > maxSec:
+		return math.MaxInt64
+	case sec < -maxSec:
+		return math.MinInt64
+	}
+	return t.UnixNano()
 }
 
 // reader owns the files and feeds their lines to the assembler. It runs
@@ -70,7 +103,7 @@ type reader struct {
 	planner tail.Planner
 	files   map[string]*fileState
 	// gen counts the scans synced (see sync).
-	gen uint64
+	gen uint32
 	// restored holds saved watermarks for files not yet scanned.
 	restored map[string]checkpoint.Entry
 	now      func() time.Time
@@ -146,11 +179,36 @@ func (r *reader) add(p string) *fileState {
 	if f, ok := r.files[p]; ok {
 		return f
 	}
+	rel, ok := r.relOf(p)
+	if !ok {
+		return nil
+	}
+	f := newFileState(p, rel)
+	if e, ok := r.restored[p]; ok {
+		if fp, ok := checkpoint.EntryFingerprint(e); ok {
+			f.offset, f.fp, f.verify = e.Counted, fp, true
+		} else {
+			// Not the file's identity: read it from the start (global
+			// dedup keeps what was counted from counting twice).
+			r.log.Info("saved fingerprint damaged, reading from the start", "path", p)
+			r.self.FilesReread.Inc()
+		}
+		delete(r.restored, p)
+	}
+	r.files[p] = f
+	r.version.Add(1)
+	r.self.FilesWatched.Set(float64(len(r.files)))
+	return f
+}
+
+// relOf returns the path of a transcript under the projects/ dir of the
+// first root that holds it.
+func (r *reader) relOf(p string) (string, bool) {
 	for _, root := range r.cfg.ClaudeDirs {
 		projects := filepath.Join(root, "projects")
 		// The relative path is a substring of the path when it can be (a
-		// path discover found always is): the table then holds each path's
-		// bytes once, not twice (100,000 files: 6 MB).
+		// path discover found always is): the table then holds each
+		// path's bytes once, not twice (100,000 files: 6 MB).
 		rel, ok := strings.CutPrefix(p, projects+string(filepath.Separator))
 		if !ok || rel != filepath.Clean(rel) {
 			var err error
@@ -161,37 +219,43 @@ func (r *reader) add(p string) *fileState {
 		if rel == "." || strings.HasPrefix(rel, "..") {
 			continue
 		}
-		f := newFileState(p, rel)
-		if e, ok := r.restored[p]; ok {
-			if fp, ok := checkpoint.EntryFingerprint(e); ok {
-				f.offset, f.fp, f.verify = e.Counted, fp, true
-			} else {
-				// Not the file's identity: read it from the start (global
-				// dedup keeps what was counted from counting twice).
-				r.log.Info("saved fingerprint damaged, reading from the start", "path", p)
-				r.self.FilesReread.Inc()
-			}
-			delete(r.restored, p)
-		}
-		r.files[p] = f
-		r.version.Add(1)
-		r.self.FilesWatched.Set(float64(len(r.files)))
-		return f
+		return rel, true
 	}
-	return nil
+	return "", false
 }
 
 // newFileState makes the entry of the transcript at path p, rel under
 // projects/.
 func newFileState(p, rel string) *fileState {
-	src := session.ClassifySource(rel)
-	return &fileState{path: p, rel: rel, kind: src.Kind, sessionID: src.SessionID}
+	f := &fileState{path: p, kind: session.ClassifySource(rel).Kind}
+	if at := len(p) - len(rel); at > 0 && at <= math.MaxUint16 && p[at:] == rel {
+		f.relAt = uint16(at)
+	}
+	return f
+}
+
+// rel returns the path of f under projects/.
+func (r *reader) rel(f *fileState) string {
+	if f.relAt > 0 {
+		return f.path[f.relAt:]
+	}
+	rel, _ := r.relOf(f.path)
+	return rel
+}
+
+// sessionID returns the session f belongs to by its place in the tree
+// ("" for a legacy agent or another file: their records tell).
+func (r *reader) sessionID(f *fileState) string {
+	if f.kind != session.SourceSession && f.kind != session.SourceSubagent {
+		return ""
+	}
+	return session.ClassifySource(r.rel(f)).SessionID
 }
 
 // source tells what the file is (session.ClassifySource), with its
 // subagent's .meta.json.
-func (f *fileState) source() session.Source {
-	src := session.ClassifySource(f.rel)
+func (r *reader) source(f *fileState) session.Source {
+	src := session.ClassifySource(r.rel(f))
 	if m := f.meta; m != nil {
 		src.AgentType, src.Description, src.ToolUseID = m.AgentType, m.Description, m.ToolUseID
 	}
@@ -370,14 +434,14 @@ func (r *reader) record(f *fileState, rec *transcript.Record, now time.Time) {
 		}
 	}
 	if r.window != nil {
-		r.window.see(rec.SessionID, f.mtime)
+		r.window.see(rec.SessionID, f.modTime())
 	}
 	if r.srcOf != f || r.srcMeta != f.meta {
 		// Records come file by file: the source is made once per run of
 		// them (and again if the file's .meta.json was read since; it is
 		// read on the goroutine that opens files, before the file's
 		// lines are handed over).
-		r.src, r.srcOf, r.srcMeta = f.source(), f, f.meta
+		r.src, r.srcOf, r.srcMeta = r.source(f), f, f.meta
 	}
 	r.asm.Add(&r.src, rec, now)
 }

@@ -42,9 +42,9 @@ func (f *follower) rescan() {
 	changed := f.changed[:0]
 	f.rd.sync(found, func(fs *fileState, fi discover.File) {
 		if f.traces != nil {
-			f.traces.window.see(fs.sessionID, fi.ModTime)
+			f.traces.window.see(f.rd.sessionID(fs), fi.ModTime)
 		}
-		if !fs.statted || fs.verify || fi.Size != fs.offset || fi.Size != fs.size || !fi.ModTime.Equal(fs.mtime) {
+		if fs.verify || fi.Size != fs.offset || !fs.sameStat(fi.Size, fi.ModTime) {
 			changed = append(changed, fs)
 		}
 	})

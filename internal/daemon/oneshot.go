@@ -202,7 +202,7 @@ func scanOnce(cfg *Config, logger *slog.Logger, rd *reader, traces *tracesStage)
 	}
 	var see func(*fileState, discover.File)
 	if traces != nil {
-		see = func(f *fileState, fi discover.File) { traces.window.see(f.sessionID, fi.ModTime) }
+		see = func(f *fileState, fi discover.File) { traces.window.see(rd.sessionID(f), fi.ModTime) }
 	}
 	rd.sync(found, see)
 	return rd.sorted(), nil

@@ -220,8 +220,12 @@ const DefaultGroupBytes = 64 << 20
 
 // continues reports whether f belongs with prev: a subagent file of the
 // same session (<session>.jsonl sorts right before <session>/subagents/).
-func continues(prev, f *fileState) bool {
-	return prev != nil && f.kind == session.SourceSubagent && f.sessionID != "" && prev.sessionID == f.sessionID
+func (r *reader) continues(prev, f *fileState) bool {
+	if prev == nil || f.kind != session.SourceSubagent {
+		return false
+	}
+	id := r.sessionID(f)
+	return id != "" && r.sessionID(prev) == id
 }
 
 // readFiles reads what was appended to each file since its offset, decoding
@@ -240,7 +244,7 @@ func (r *reader) readFiles(files []*fileState, atEOF bool) int {
 		var prev *fileState
 		took := 0
 		for _, f := range files {
-			if r.between != nil && took > 0 && (took >= groupFiles || pendingBytes >= int64(r.cfg.GroupBytes) && !continues(prev, f)) {
+			if r.between != nil && took > 0 && (took >= groupFiles || pendingBytes >= int64(r.cfg.GroupBytes) && !r.continues(prev, f)) {
 				emit(job{pause: true})
 				took, pendingBytes = 0, 0
 			}
@@ -305,7 +309,7 @@ func (r *reader) readFiles(files []*fileState, atEOF bool) int {
 			changed[f] = true
 		}
 		if d.last && r.live && d.err == nil {
-			r.self.TailLag.Observe(max(0, r.now().Sub(f.mtime).Seconds()))
+			r.self.TailLag.Observe(max(0, r.now().Sub(f.modTime()).Seconds()))
 		}
 	})
 	return len(changed)
@@ -337,11 +341,6 @@ func (r *reader) openFailed(f *fileState, err error) {
 	r.log.Warn("not a regular file: not read", "path", f.path, "kind", kind)
 }
 
-// setStat keeps what the reader needs of a stat.
-func (f *fileState) setStat(st os.FileInfo) {
-	f.statted, f.id, f.size, f.mtime = true, idOf(st), st.Size(), st.ModTime()
-}
-
 // prepare checks a file before reading it (identity, truncation) and
 // returns it open with the range to read, or nil when there is nothing
 // new.
@@ -370,7 +369,7 @@ func (r *reader) prepare(f *fileState) (*os.File, int64, int64) {
 		replaced = f.statted && !f.id.same(idOf(st))
 		// Same size and time: nothing new. (A file rewritten to the same
 		// size has a new time: checkIdentity looks at it.)
-		if !replaced && !f.verify && st.Size() == f.offset && st.ModTime().Equal(f.mtime) {
+		if !replaced && !f.verify && st.Size() == f.offset && unixNano(st.ModTime()) == f.mtime {
 			f.setStat(st)
 			return nil, 0, 0
 		}

@@ -100,7 +100,7 @@ func (s *snapshot) entries(yield func([]checkpoint.Entry) error) error {
 	for i := 0; i < len(s.files); i += checkpoint.ChunkLen {
 		buf = buf[:0]
 		for _, m := range s.files[i:min(i+checkpoint.ChunkLen, len(s.files))] {
-			buf = append(buf, checkpoint.Entry{Path: m.path, Fingerprint: m.fp.Hex(), FPLen: m.fp.Len, Counted: m.offset, Exported: m.offset})
+			buf = append(buf, checkpoint.Entry{Path: m.path, Fingerprint: m.fp.Hex(), FPLen: int(m.fp.Len), Counted: m.offset, Exported: m.offset})
 		}
 		if err := yield(buf); err != nil {
 			return err

@@ -19,7 +19,7 @@ const FingerprintBytes = 1024
 // a state file holds.
 type Fingerprint struct {
 	Sum [sha256.Size]byte
-	Len int
+	Len int32 // at most FingerprintBytes (int32 keeps a daemon's file entry in a smaller size class)
 }
 
 // Hex returns the sum in hex.
@@ -32,10 +32,10 @@ func ParseFingerprint(sum string, n int) (Fingerprint, bool) {
 	if n == 0 {
 		return Fingerprint{}, true
 	}
-	fp := Fingerprint{Len: n}
-	if n < 0 || n > FingerprintBytes || hex.DecodedLen(len(sum)) != len(fp.Sum) {
+	if n < 0 || n > FingerprintBytes || hex.DecodedLen(len(sum)) != sha256.Size {
 		return Fingerprint{}, false
 	}
+	fp := Fingerprint{Len: int32(n)}
 	if _, err := hex.Decode(fp.Sum[:], []byte(sum)); err != nil {
 		return Fingerprint{}, false
 	}
@@ -54,7 +54,7 @@ func FingerprintOf(f io.ReaderAt) (Fingerprint, error) {
 }
 
 func fingerprintBytes(b []byte) Fingerprint {
-	return Fingerprint{Sum: sha256.Sum256(b), Len: len(b)}
+	return Fingerprint{Sum: sha256.Sum256(b), Len: int32(len(b))}
 }
 
 // Matches reports whether f is the file fp was taken of: its first Len
@@ -70,7 +70,7 @@ func (fp Fingerprint) Matches(f io.ReaderAt) (bool, error) {
 	if err != nil && !errors.Is(err, io.EOF) {
 		return false, fmt.Errorf("fingerprint: %w", err)
 	}
-	if n < fp.Len {
+	if n < int(fp.Len) {
 		return false, nil
 	}
 	return fingerprintBytes(buf).Sum == fp.Sum, nil

@@ -16,7 +16,7 @@ func TestFingerprintTellsTheSameFileFromAnother(t *testing.T) {
 	}
 	short := []byte("a short file\n")
 	shortFP, err := FingerprintOf(bytes.NewReader(short))
-	if err != nil || shortFP.Len != len(short) {
+	if err != nil || int(shortFP.Len) != len(short) {
 		t.Fatalf("fingerprint of a short file %v %v", shortFP, err)
 	}
 	for _, tc := range []struct {
@@ -71,7 +71,7 @@ func TestFingerprintHexRoundTrips(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, ok := ParseFingerprint(fp.Hex(), fp.Len); !ok || got != fp {
+	if got, ok := ParseFingerprint(fp.Hex(), int(fp.Len)); !ok || got != fp {
 		t.Errorf("ParseFingerprint(%q, %d) = %+v, %v; want %+v", fp.Hex(), fp.Len, got, ok, fp)
 	}
 	if got, ok := ParseFingerprint("whatever", 0); !ok || got != (Fingerprint{}) {
@@ -80,7 +80,7 @@ func TestFingerprintHexRoundTrips(t *testing.T) {
 	for _, bad := range []struct {
 		sum string
 		n   int
-	}{{fp.Hex()[:62], fp.Len}, {fp.Hex() + "00", fp.Len}, {"zz" + fp.Hex()[2:], fp.Len}, {fp.Hex(), -1}, {fp.Hex(), FingerprintBytes + 1}} {
+	}{{fp.Hex()[:62], int(fp.Len)}, {fp.Hex() + "00", int(fp.Len)}, {"zz" + fp.Hex()[2:], int(fp.Len)}, {fp.Hex(), -1}, {fp.Hex(), FingerprintBytes + 1}} {
 		if got, ok := ParseFingerprint(bad.sum, bad.n); ok {
 			t.Errorf("ParseFingerprint(%q, %d) = %+v, want refused", bad.sum, bad.n, got)
 		}

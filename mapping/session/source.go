@@ -48,25 +48,39 @@ func IsTranscriptName(name string) bool {
 }
 
 // ClassifySource tells what a transcript file is from its path relative to
-// projects/ (any separator). It is pure string work.
+// projects/ (any separator). It is pure string work, and allocates nothing
+// when rel has no backslash (a daemon classifies its files on every read
+// and rescan).
 func ClassifySource(rel string) Source {
 	rel = strings.ReplaceAll(rel, "\\", "/")
-	parts := strings.Split(rel, "/")
+	// The first five parts, how many there are, and the last.
+	var parts [5]string
+	n, rest := 0, rel
+	for {
+		part, after, more := strings.Cut(rest, "/")
+		if n < len(parts) {
+			parts[n] = part
+		}
+		n++
+		if !more {
+			break
+		}
+		rest = after
+	}
 	src := Source{Rel: rel, ProjectDir: parts[0]}
-	name := parts[len(parts)-1]
-	stem := strings.TrimSuffix(name, ".jsonl")
+	stem := strings.TrimSuffix(rest, ".jsonl")
 	switch {
-	case len(parts) == 2 && strings.HasPrefix(stem, "agent-"):
+	case n == 2 && strings.HasPrefix(stem, "agent-"):
 		src.Kind = SourceLegacyAgent
 		src.AgentID = strings.TrimPrefix(stem, "agent-")
-	case len(parts) == 2:
+	case n == 2:
 		src.Kind = SourceSession
 		src.SessionID = stem
-	case len(parts) >= 4 && parts[2] == "subagents" && strings.HasPrefix(stem, "agent-"):
+	case n >= 4 && parts[2] == "subagents" && strings.HasPrefix(stem, "agent-"):
 		src.Kind = SourceSubagent
 		src.SessionID = parts[1]
 		src.AgentID = strings.TrimPrefix(stem, "agent-")
-		if len(parts) >= 6 && parts[3] == "workflows" {
+		if n >= 6 && parts[3] == "workflows" {
 			src.Workflow = parts[4]
 		}
 	}

@@ -1,6 +1,9 @@
 package session
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 // TestClassifySource pins how a transcript's place under projects/ tells
 // what it is (design §1), for every layout and with either separator.
@@ -80,6 +83,13 @@ func TestClassifySource(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := ClassifySource(tc.rel); got != tc.want {
 				t.Errorf("ClassifySource(%q)\n got  %+v\n want %+v", tc.rel, got, tc.want)
+			}
+			if strings.Contains(tc.rel, "\\") {
+				return
+			}
+			// A daemon classifies every file on each read and rescan.
+			if n := testing.AllocsPerRun(10, func() { ClassifySource(tc.rel) }); n != 0 {
+				t.Errorf("ClassifySource(%q) allocates %v times, want 0", tc.rel, n)
 			}
 		})
 	}
