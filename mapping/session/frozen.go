@@ -10,9 +10,9 @@ package session
 //     and project dir once (a SessionState is 232 bytes; packed, a
 //     closed session takes about 90 with its table entries);
 //   - the counted requests and the lines seen are shared: their sorted
-//     arrays are never changed in place but replaced by a merge, except a
-//     counted request's value, which the index copies before the first
-//     such change after a freeze (doneIndex.shared); only the small maps
+//     segments are never changed in place but replaced by a merge, except
+//     a counted request's value, which the index changes in a copy of its
+//     segment's values after a freeze (segments.set); only the small maps
 //     of recent keys are copied;
 //   - a session's current turn is shared as State shares it (ownTurn).
 //
@@ -94,18 +94,17 @@ func (f *Frozen) EachSeenKey(n int, fn func([]uint64) error) error {
 }
 
 // freeze returns a view of x that later changes to x leave alone: the
-// sorted arrays are shared (x copies vals before changing one in place),
-// the maps copied.
+// sorted segments are shared (x copies a segment's values before changing
+// one in place), the maps copied.
 func (x *doneIndex) freeze() doneIndex {
-	x.shared = true
-	return doneIndex{keys: x.keys, vals: x.vals, recent: maps.Clone(x.recent), wide: maps.Clone(x.wide)}
+	return doneIndex{sorted: x.sorted.freeze(), recent: maps.Clone(x.recent), wide: maps.Clone(x.wide)}
 }
 
 // freeze returns a view of s that later changes to s leave alone: the
-// sorted array is shared (it is only ever replaced by a merge), the recent
-// keys copied.
+// sorted segments are shared (they are only ever replaced by a merge), the
+// recent keys copied.
 func (s *keySet) freeze() keySet {
-	return keySet{old: s.old, recent: maps.Clone(s.recent)}
+	return keySet{old: s.old.freeze(), recent: maps.Clone(s.recent)}
 }
 
 // packer appends sessions to a Frozen.

@@ -99,22 +99,26 @@ func TestFrozenDoneIndexKeepsValuesChangedLater(t *testing.T) {
 	for k := uint64(1); k <= n; k++ {
 		x.put(k, doneReq{out: int64(k)})
 	}
-	if len(x.keys) == 0 {
-		t.Fatal("no merge: the values are not in the sorted arrays")
+	var keys []uint64
+	for k := range x.sorted.all() {
+		keys = append(keys, k)
+	}
+	if len(keys) == 0 {
+		t.Fatal("no merge: the values are not in the sorted segments")
 	}
 	frozen := x.freeze()
-	changed := x.keys[len(x.keys)/2]
+	changed := keys[len(keys)/2]
 	x.put(changed, doneReq{out: 1 << 20})
 	x.put(n+1, doneReq{out: 7})
-	x.put(x.keys[0], doneReq{out: 1 << 40}) // too wide for doneVal: moves to wide
+	x.put(keys[0], doneReq{out: 1 << 40}) // too wide for doneVal: moves to wide
 	if d, _ := x.get(changed); d.out != 1<<20 {
 		t.Fatalf("live value %d, want %d", d.out, 1<<20)
 	}
 	if d, _ := frozen.get(changed); d.out != int64(changed) {
 		t.Errorf("frozen value %d, want %d", d.out, changed)
 	}
-	if d, _ := frozen.get(x.keys[0]); d.out != int64(x.keys[0]) {
-		t.Errorf("frozen value of the widened key %d, want %d", d.out, x.keys[0])
+	if d, _ := frozen.get(keys[0]); d.out != int64(keys[0]) {
+		t.Errorf("frozen value of the widened key %d, want %d", d.out, keys[0])
 	}
 	if _, ok := frozen.get(n + 1); ok {
 		t.Error("a request counted after the freeze is in the frozen index")

@@ -108,12 +108,13 @@ func better(out, tot, bestOut, bestTot int64) bool {
 	return out > bestOut || (out == bestOut && tot > bestTot)
 }
 
-// keySet is a set of index keys at about 8 bytes a key: the old keys in a
-// sorted array, found by interpolation (keys are uniform hashes), and the
-// recent ones in a map, merged into the array once they are an eighth of
-// it. A Go map alone costs 24 to 36 bytes a key, most of it room to grow.
+// keySet is a set of index keys at about 8 bytes a key: the old keys
+// sorted (segments), found by interpolation (keys are uniform hashes), and
+// the recent ones in a map, merged into the sorted ones once they are an
+// eighth of them. A Go map alone costs 24 to 36 bytes a key, most of it
+// room to grow.
 type keySet struct {
-	old    []uint64
+	old    segments[struct{}]
 	recent map[uint64]struct{}
 }
 
@@ -125,7 +126,7 @@ func (s *keySet) has(k uint64) bool {
 	if _, ok := s.recent[k]; ok {
 		return true
 	}
-	return search(s.old, k) >= 0
+	return s.old.has(k)
 }
 
 // add adds k and reports whether it was new.
@@ -137,24 +138,29 @@ func (s *keySet) add(k uint64) bool {
 		s.recent = make(map[uint64]struct{})
 	}
 	s.recent[k] = struct{}{}
-	if len(s.recent) >= mergeAt(len(s.old)) {
-		add := make([]uint64, 0, len(s.recent))
-		for k := range s.recent {
-			add = append(add, k)
-		}
-		slices.Sort(add)
-		s.old = mergeSorted(s.old, add)
+	if len(s.recent) >= mergeAt(s.old.len()) {
+		s.old.merge(sortedKeys(s.recent), func(uint64) struct{} { return struct{}{} })
 		clear(s.recent)
 	}
 	return true
 }
 
-func (s *keySet) len() int { return len(s.old) + len(s.recent) }
+// sortedKeys returns the keys of m in order.
+func sortedKeys[V any](m map[uint64]V) []uint64 {
+	add := make([]uint64, 0, len(m))
+	for k := range m {
+		add = append(add, k)
+	}
+	slices.Sort(add)
+	return add
+}
+
+func (s *keySet) len() int { return s.old.len() + len(s.recent) }
 
 // all yields every key, in no particular order.
 func (s *keySet) all() iter.Seq[uint64] {
 	return func(yield func(uint64) bool) {
-		for _, k := range s.old {
+		for k := range s.old.all() {
 			if !yield(k) {
 				return
 			}
@@ -169,40 +175,13 @@ func (s *keySet) all() iter.Seq[uint64] {
 
 // appendTo appends every key to dst, in no particular order.
 func (s *keySet) appendTo(dst []uint64) []uint64 {
-	dst = append(dst, s.old...)
-	for k := range s.recent {
+	for k := range s.all() {
 		dst = append(dst, k)
 	}
 	return dst
 }
 
-func (s *keySet) reset() {
-	s.old = nil
-	s.recent = nil
-}
-
-// mergeSorted merges two sorted key arrays without duplicates into a new
-// array of exactly their size.
-func mergeSorted(a, b []uint64) []uint64 {
-	out := make([]uint64, 0, len(a)+len(b))
-	i, j := 0, 0
-	for i < len(a) && j < len(b) {
-		switch {
-		case a[i] < b[j]:
-			out = append(out, a[i])
-			i++
-		case a[i] > b[j]:
-			out = append(out, b[j])
-			j++
-		default:
-			out = append(out, a[i])
-			i++
-			j++
-		}
-	}
-	out = append(out, a[i:]...)
-	return append(out, b[j:]...)
-}
+func (s *keySet) reset() { *s = keySet{} }
 
 // search returns the index of k in the sorted array a, or -1. It guesses
 // positions by interpolation, which takes a few probes on uniform keys,
@@ -272,16 +251,11 @@ func (v doneVal) unpack() doneReq {
 // doneIndex maps the keys of emitted requests to what they keep, at about
 // 48 bytes a request, laid out as keySet is.
 type doneIndex struct {
-	keys   []uint64
-	vals   []doneVal
+	sorted segments[doneVal]
 	recent map[uint64]doneVal
 	// wide holds the requests whose numbers do not fit doneVal; it is
 	// looked up first, so a request that moved there is found there.
 	wide map[uint64]doneReq
-	// shared says a frozen state holds keys and vals: vals is copied
-	// before a value is changed in place (keys never are; a merge makes
-	// new arrays).
-	shared bool
 }
 
 func (x *doneIndex) get(k uint64) (doneReq, bool) {
@@ -291,8 +265,8 @@ func (x *doneIndex) get(k uint64) (doneReq, bool) {
 	if v, ok := x.recent[k]; ok {
 		return v.unpack(), true
 	}
-	if i := search(x.keys, k); i >= 0 {
-		return x.vals[i].unpack(), true
+	if v, ok := x.sorted.get(k); ok {
+		return v.unpack(), true
 	}
 	return doneReq{}, false
 }
@@ -306,45 +280,21 @@ func (x *doneIndex) put(k uint64, d doneReq) {
 		x.wide[k] = d
 		return
 	}
-	if i := search(x.keys, k); i >= 0 {
-		if x.shared {
-			x.vals, x.shared = slices.Clone(x.vals), false
-		}
-		x.vals[i] = v
+	if i, j := x.sorted.find(k); i >= 0 {
+		x.sorted.set(i, j, v)
 		return
 	}
 	if x.recent == nil {
 		x.recent = make(map[uint64]doneVal)
 	}
 	x.recent[k] = v
-	if len(x.recent) >= mergeAt(len(x.keys)) {
-		x.merge()
+	if len(x.recent) >= mergeAt(x.sorted.len()) {
+		x.sorted.merge(sortedKeys(x.recent), func(k uint64) doneVal { return x.recent[k] })
+		clear(x.recent)
 	}
 }
 
-func (x *doneIndex) merge() {
-	add := make([]uint64, 0, len(x.recent))
-	for k := range x.recent {
-		add = append(add, k)
-	}
-	slices.Sort(add)
-	keys := make([]uint64, 0, len(x.keys)+len(add))
-	vals := make([]doneVal, 0, len(x.keys)+len(add))
-	i, j := 0, 0
-	for i < len(x.keys) || j < len(add) {
-		if j == len(add) || i < len(x.keys) && x.keys[i] < add[j] {
-			keys, vals = append(keys, x.keys[i]), append(vals, x.vals[i])
-			i++
-			continue
-		}
-		keys, vals = append(keys, add[j]), append(vals, x.recent[add[j]])
-		j++
-	}
-	x.keys, x.vals, x.shared = keys, vals, false
-	clear(x.recent)
-}
-
-func (x *doneIndex) len() int { return len(x.keys) + len(x.recent) + len(x.wide) }
+func (x *doneIndex) len() int { return x.sorted.len() + len(x.recent) + len(x.wide) }
 
 // each calls fn for every request, once, in no particular order.
 func (x *doneIndex) each(fn func(k uint64, d doneReq)) {
@@ -356,9 +306,9 @@ func (x *doneIndex) each(fn func(k uint64, d doneReq)) {
 			fn(k, v.unpack())
 		}
 	}
-	for i, k := range x.keys {
+	for k, v := range x.sorted.all() {
 		if _, ok := x.wide[k]; !ok {
-			fn(k, x.vals[i].unpack())
+			fn(k, v.unpack())
 		}
 	}
 }
