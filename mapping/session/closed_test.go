@@ -2,8 +2,12 @@ package session
 
 import (
 	"cmp"
+	"fmt"
+	"iter"
+	"maps"
 	"reflect"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 )
@@ -138,11 +142,93 @@ func TestClosedSessionDamagedIsAnError(t *testing.T) {
 	full.Ended = true
 	var c closedSessions
 	c.put(sessionOf(&full, time.Time{}))
-	b := c.packed[full.ID]
+	b, err := packedAt(c.chunks, c.at[full.ID])
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, bad := range [][]byte{b[:len(b)-1], b[:len(b)/2], b[:1], append(append([]byte{}, b...), 0)} {
 		var ss closedState
 		if err := unpackClosed(&ss, full.ID, bad, c.strs); err == nil {
 			t.Errorf("%d of %d bytes unpacked without an error", len(bad), len(b))
+		}
+	}
+}
+
+// TestClosedSessionsTakenAreReclaimed: sessions packed, taken out and
+// packed again, with frozen views taken along the way: every session
+// still packed unpacks as it was put, each frozen view keeps what it saw,
+// and the bytes of sessions taken out are reclaimed (the chunks hold no
+// more than twice what is live, past the first chunk).
+func TestClosedSessionsTakenAreReclaimed(t *testing.T) {
+	var c closedSessions
+	want := map[string]SessionState{}
+	put := func(id string, turns int) {
+		ss := SessionState{ID: id, Cwd: "/w/" + id[:2], Started: true, Ended: true, Turns: turns, Title: strings.Repeat("t", turns%50)}
+		c.put(sessionOf(&ss, time.Time{}))
+		want[id] = ss
+	}
+	type view struct {
+		p    packedClosed
+		want map[string]SessionState
+	}
+	var views []view
+	for round := range 20 {
+		for i := range 2000 {
+			put(fmt.Sprintf("%02d-%05d", i%7, round*2000+i), round+i)
+		}
+		// Take most of them out; pack some again.
+		n := 0
+		for id := range want {
+			if n++; n%4 == 0 {
+				continue
+			}
+			if c.take(id) == nil {
+				t.Fatalf("round %d: %s gone", round, id)
+			}
+			delete(want, id)
+		}
+		if round%5 == 2 {
+			views = append(views, view{c.freeze(), maps.Clone(want)})
+		}
+		if c.len() != len(want) {
+			t.Fatalf("round %d: %d packed, want %d", round, c.len(), len(want))
+		}
+	}
+	check := func(name string, all iter.Seq2[SessionState, error], want map[string]SessionState) {
+		t.Helper()
+		n := 0
+		for ss, err := range all {
+			n++
+			if err != nil || !reflect.DeepEqual(ss, want[ss.ID]) {
+				t.Fatalf("%s: %s (%v)\n%+v\nwant\n%+v", name, ss.ID, err, ss, want[ss.ID])
+			}
+		}
+		if n != len(want) {
+			t.Fatalf("%s: %d sessions, want %d", name, n, len(want))
+		}
+	}
+	check("live", c.all(), want)
+	for _, v := range views {
+		check("frozen view", v.p.all(), v.want)
+	}
+	live := 0
+	for _, loc := range c.at {
+		b, err := packedAt(c.chunks, loc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		live += len(b) + 1
+	}
+	held := 0
+	for _, ch := range c.chunks {
+		held += len(ch)
+	}
+	if held > 2*live+closedChunk {
+		t.Errorf("chunks hold %d bytes for %d live", held, live)
+	}
+	for _, bad := range []closedLoc{closedLoc(uint64(len(c.chunks)) << 32), closedLoc(uint32(len(c.chunks[0])))} {
+		if _, err := packedAt(c.chunks, bad); err == nil {
+			t.Errorf("location %x outside the chunks read without an error", uint64(bad))
 		}
 	}
 }
