@@ -55,6 +55,10 @@ func (b *Builder) Subagent(u *session.Subagent) {
 		return
 	}
 	if _, held := s.heldAgents[u.AgentID]; !held {
+		// Counted in Held: the state file must not move past the
+		// subagent's lines while its span exists only here (a crash
+		// would lose it; read again, the lines rebuild it).
+		b.held++
 		c := *u
 		s.heldAgents[u.AgentID] = &c
 	}
@@ -103,6 +107,7 @@ func (b *Builder) releaseAgents(s *sessState) {
 	for _, u := range held {
 		b.agentSpan(s, u, false)
 	}
+	b.held -= len(s.heldAgents)
 	clear(s.heldAgents)
 }
 

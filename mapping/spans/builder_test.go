@@ -846,6 +846,32 @@ func TestTurnGranularity(t *testing.T) {
 	})
 }
 
+// TestSubagentSpanHeldUntilItsSessionEndsCountsAsHeld: a subagent's span
+// waits for its session's end, and is counted in Held until then, so the
+// daemon's state file does not move past the subagent's lines while the
+// span exists only in memory (a SIGKILL then would lose it).
+func TestSubagentSpanHeldUntilItsSessionEndsCountsAsHeld(t *testing.T) {
+	var during, again, after int
+	r := run(spans.Config{}, func(b *spans.Builder) {
+		b.ToolCall(tool(inTurn("p1"), "tu1", "m1", "Task", 2, 9, session.OutcomeOK))
+		b.Subagent(agent("a1", "tu1", 2, 9))
+		during = b.Held()
+		b.Subagent(agent("a1", "tu1", 2, 9)) // the same run again: one span
+		b.Subagent(agent("a2", "", 3, 4))
+		again = b.Held()
+		b.Session(sessEnd(9))
+		after = b.Held()
+	})
+	if during != 1 || again != 2 || after != 0 {
+		t.Errorf("held %d after one subagent, %d after two, %d after the session's end; want 1, 2, 0", during, again, after)
+	}
+	for _, a := range []string{"a1", "a2"} {
+		if r.byID(spans.AgentSpanID(sid, a)) == nil {
+			t.Errorf("no span for subagent %s", a)
+		}
+	}
+}
+
 func TestSubagentCoversWhatItDidBefore(t *testing.T) {
 	// Live mode: the subagent's requests settle and go out before the
 	// tool call that launched it returns; its span covers them.
