@@ -3,10 +3,12 @@ package testbackend
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -84,16 +86,46 @@ func StartThanosHashring(t testing.TB, opts ThanosOptions) *ThanosHashring {
 		opts.ReplicationFactor = 2
 	}
 	bin := ThanosBinary(t)
-	dir := t.TempDir()
+	// A port FreePort found free may be taken before thanos binds it (by
+	// another test's process, or an outgoing connection's local port):
+	// the hashring then starts again on other ports.
+	const attempts = 3
+	for attempt := 1; ; attempt++ {
+		h, err := startThanosHashring(t, bin, t.TempDir(), opts)
+		if err == nil {
+			return h
+		}
+		if attempt == attempts || !errors.Is(err, errPortTaken) {
+			t.Fatal(err)
+		}
+		t.Logf("thanos hashring, attempt %d of %d: %v; again on other ports", attempt, attempts, err)
+	}
+}
+
+// errPortTaken says a process could not bind a port it was given.
+var errPortTaken = errors.New("a port was taken before the process bound it")
+
+// startThanosHashring is one attempt of StartThanosHashring; on an error
+// it stops what it started.
+func startThanosHashring(t testing.TB, bin, dir string, opts ThanosOptions) (_ *ThanosHashring, err error) {
 	h := &ThanosHashring{}
+	ports := map[int]bool{}
+	addr := func() string {
+		for {
+			if p := FreePort(t); !ports[p] {
+				ports[p] = true
+				return fmt.Sprintf("127.0.0.1:%d", p)
+			}
+		}
+	}
 	var endpoints []string
 	for i := 0; i < opts.Receivers; i++ {
 		r := &ThanosReceiver{
 			name:  fmt.Sprintf("receive-%d", i),
 			bin:   bin,
-			http:  fmt.Sprintf("127.0.0.1:%d", FreePort(t)),
-			grpc:  fmt.Sprintf("127.0.0.1:%d", FreePort(t)),
-			write: fmt.Sprintf("127.0.0.1:%d", FreePort(t)),
+			http:  addr(),
+			grpc:  addr(),
+			write: addr(),
 		}
 		r.logPath = filepath.Join(dir, r.name+".log")
 		h.receivers = append(h.receivers, r)
@@ -101,11 +133,11 @@ func StartThanosHashring(t testing.TB, opts ThanosOptions) *ThanosHashring {
 	}
 	ring, err := json.Marshal([]map[string]any{{"hashring": "default", "endpoints": endpoints}})
 	if err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
 	ringPath := filepath.Join(dir, "hashring.json")
 	if err := os.WriteFile(ringPath, ring, 0o644); err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
 	for i, r := range h.receivers {
 		r.args = []string{"receive",
@@ -114,13 +146,69 @@ func StartThanosHashring(t testing.TB, opts ThanosOptions) *ThanosHashring {
 			"--http-address=" + r.http,
 			"--grpc-address=" + r.grpc,
 			"--remote-write.address=" + r.write,
-			fmt.Sprintf("--receive.capnproto-address=127.0.0.1:%d", FreePort(t)),
+			"--receive.capnproto-address=" + addr(),
 			"--receive.local-endpoint=" + r.grpc,
 			"--receive.hashrings-file=" + ringPath,
 			"--receive.replication-factor=" + strconv.Itoa(opts.ReplicationFactor),
 			fmt.Sprintf("--label=%s=\"%d\"", ThanosReplicaLabel, i),
 			"--log.level=warn",
 		}
+	}
+	stopAll := func() {
+		for _, r := range h.receivers {
+			_ = r.stop()
+		}
+		if h.query != nil {
+			_ = h.query.stop()
+		}
+	}
+	// failed wraps an error with the tail of a log, and errPortTaken when
+	// the log says a port was in use.
+	failed := func(what string, err error, logPath string) error {
+		tail := logTail(logPath, logTailLines)
+		if strings.Contains(tail, "address already in use") {
+			err = fmt.Errorf("%w: %w", errPortTaken, err)
+		}
+		return fmt.Errorf("%s: %w\n%s", what, err, tail)
+	}
+	defer func() {
+		if err != nil {
+			stopAll()
+		}
+	}()
+	for _, r := range h.receivers {
+		if err := r.start(); err != nil {
+			return nil, failed("start thanos "+r.name, err, r.logPath)
+		}
+	}
+	for _, r := range h.receivers {
+		if err := waitHTTPReady(r.proc, "http://"+r.http+"/-/ready", thanosStartTimeout); err != nil {
+			return nil, failed("thanos "+r.name, err, r.logPath)
+		}
+	}
+
+	qhttp := addr()
+	args := []string{"query",
+		"--http-address=" + qhttp,
+		"--grpc-address=" + addr(),
+		"--query.replica-label=" + ThanosReplicaLabel,
+		"--log.level=warn",
+	}
+	for _, e := range endpoints {
+		args = append(args, "--endpoint="+e)
+	}
+	h.queryLog = filepath.Join(dir, "query.log")
+	if h.query, err = startProcess("thanos query", bin, args, h.queryLog); err != nil {
+		return nil, failed("start thanos query", err, h.queryLog)
+	}
+	h.QueryAPI = NewQueryAPI("http://" + qhttp)
+	if err := waitHTTPReady(h.query, h.url+"/-/ready", thanosStartTimeout); err != nil {
+		return nil, failed("thanos query", err, h.queryLog)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), thanosStartTimeout)
+	defer cancel()
+	if err := h.waitStores(ctx, len(endpoints)); err != nil {
+		return nil, failed("thanos query", err, h.queryLog)
 	}
 	t.Cleanup(func() {
 		for _, r := range h.receivers {
@@ -131,34 +219,6 @@ func StartThanosHashring(t testing.TB, opts ThanosOptions) *ThanosHashring {
 				t.Errorf("thanos %s: %v", r.name, err)
 			}
 		}
-	})
-	for _, r := range h.receivers {
-		if err := r.start(); err != nil {
-			t.Fatalf("start thanos %s: %v\n%s", r.name, err, logTail(r.logPath, logTailLines))
-		}
-	}
-	for _, r := range h.receivers {
-		if err := waitHTTPReady(r.proc, "http://"+r.http+"/-/ready", thanosStartTimeout); err != nil {
-			t.Fatalf("thanos %s: %v\n%s", r.name, err, logTail(r.logPath, logTailLines))
-		}
-	}
-
-	qhttp := fmt.Sprintf("127.0.0.1:%d", FreePort(t))
-	args := []string{"query",
-		"--http-address=" + qhttp,
-		fmt.Sprintf("--grpc-address=127.0.0.1:%d", FreePort(t)),
-		"--query.replica-label=" + ThanosReplicaLabel,
-		"--log.level=warn",
-	}
-	for _, e := range endpoints {
-		args = append(args, "--endpoint="+e)
-	}
-	h.queryLog = filepath.Join(dir, "query.log")
-	h.query, err = startProcess("thanos query", bin, args, h.queryLog)
-	if err != nil {
-		t.Fatalf("start thanos query: %v", err)
-	}
-	t.Cleanup(func() {
 		if t.Failed() {
 			t.Logf("thanos query\n%s", logTail(h.queryLog, logTailLines))
 		}
@@ -166,16 +226,7 @@ func StartThanosHashring(t testing.TB, opts ThanosOptions) *ThanosHashring {
 			t.Errorf("thanos query: %v", err)
 		}
 	})
-	h.QueryAPI = NewQueryAPI("http://" + qhttp)
-	if err := waitHTTPReady(h.query, h.url+"/-/ready", thanosStartTimeout); err != nil {
-		t.Fatalf("thanos query: %v\n%s", err, logTail(h.queryLog, logTailLines))
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), thanosStartTimeout)
-	defer cancel()
-	if err := h.waitStores(ctx, len(endpoints)); err != nil {
-		t.Fatalf("thanos query: %v\n%s", err, logTail(h.queryLog, logTailLines))
-	}
-	return h
+	return h, nil
 }
 
 // waitStores waits until query lists n healthy store endpoints
