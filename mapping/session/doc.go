@@ -9,10 +9,10 @@
 // units: assembler.go (reading contexts, sessions, flushing), requests.go,
 // tools.go, agents.go (subagents, sidechains inside session files, forks,
 // spenders) and turns.go (prompts, active time, system records); index.go
-// keeps what emitted units leave behind for dedup, closed.go packs the
-// closed sessions (most of a long history's), state.go saves and restores
-// all of it and frozen.go freezes it for a write on another goroutine. The
-// hard parts:
+// keeps what emitted units leave behind for dedup (its sorted keys in
+// segments.go), closed.go packs the closed sessions (most of a long
+// history's), state.go saves and restores all of it and frozen.go freezes
+// it for a write on another goroutine. The hard parts:
 //   - Order across files is free: a tool result may come before its call, a
 //     subagent's file before its session's, a fork's copy of its parent's
 //     history before the parent (forks' requests wait for the end of the

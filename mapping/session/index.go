@@ -118,7 +118,7 @@ type keySet struct {
 	recent map[uint64]struct{}
 }
 
-// mergeAt is how many recent keys a sorted array of n keys takes in before
+// mergeAt is how many recent keys n sorted keys take in before
 // a merge: merges cost O(n) each, so they are spaced out as n grows.
 func mergeAt(n int) int { return max(4096, n/8) }
 
