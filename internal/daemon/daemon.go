@@ -171,7 +171,7 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger, stdout io.Writer)
 			return err
 		}
 		if saved != nil {
-			err := restoreState(saved, usage, asm, mapper, rd, now())
+			err := restoreState(saved, usage, asm, mapper, traces, rd, now())
 			saved.Close()
 			if err != nil {
 				return fmt.Errorf("restore state file %s: %w (start with %s to discard it)", cfg.StateFile, err, checkpoint.ResetFlag)

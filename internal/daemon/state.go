@@ -42,6 +42,10 @@ type snapshot struct {
 	// projects is the label given to each working dir (basename labels):
 	// a label once given never changes, across restarts too.
 	projects map[string]string
+	// agents are the subagent runs whose spans wait for their session's
+	// end (tracesStage.heldAgents): the lines that made them are before
+	// the saved offsets.
+	agents []session.Subagent
 }
 
 // assemblerState is what a state file holds of the assembler, its large
@@ -147,7 +151,7 @@ func (s *snapshot) write() error {
 
 // payloads lists the values written after the file table, in order: core
 // are the counters and the assembler state, extra what files written
-// before they were kept lack (blocks, project labels). The assembler's
+// before they were kept lack (blocks, project labels, held subagents). The assembler's
 // large slices (one element per session, per request counted, per line
 // seen) follow its other fields as checkpoint.Stream values, so that no
 // encoded buffer holds one whole; restoreState reads them back.
@@ -169,13 +173,13 @@ func (s *snapshot) payloads() (core, extra []any) {
 			return asm.EachSeenKey(checkpoint.ChunkLen, yield)
 		}),
 	}
-	return core, []any{&s.blocks, &s.projects}
+	return core, []any{&s.blocks, &s.projects, &s.agents}
 }
 
 // restoreState loads a saved state into the counters, the assembler and
 // the reader's file table. Files are checked against their fingerprints
 // before they are read again.
-func restoreState(f *checkpoint.File, usage *prom.Metrics, asm *session.Assembler, mapper *metrics.Mapper, rd *reader, now time.Time) error {
+func restoreState(f *checkpoint.File, usage *prom.Metrics, asm *session.Assembler, mapper *metrics.Mapper, traces *tracesStage, rd *reader, now time.Time) error {
 	var (
 		ms prom.State
 		as session.State
@@ -237,6 +241,15 @@ func restoreState(f *checkpoint.File, usage *prom.Metrics, asm *session.Assemble
 	}
 	if mapper != nil {
 		mapper.RestoreProjectLabels(projects)
+	}
+	// The held subagents follow in files written since 2026-11-26 (an
+	// older file ends before them, and a crash then lost their spans).
+	var agents []session.Subagent
+	if err := decodeNext(&agents); err != nil && !errors.Is(err, io.EOF) {
+		return fmt.Errorf("restore held subagents: %w", err)
+	}
+	if traces != nil && traces.restoreAgents != nil {
+		traces.restoreAgents(agents)
 	}
 	for _, e := range f.Files {
 		rd.restored[e.Path] = e
@@ -321,6 +334,9 @@ func (k *stateKeeper) save(usage *prom.Metrics, asm *session.Assembler, rd *read
 	}
 	if k.mapper != nil {
 		snap.projects = k.mapper.ProjectLabels()
+	}
+	if traces != nil && traces.heldAgents != nil {
+		snap.agents = traces.heldAgents()
 	}
 	k.failed.Store(false)
 	done := func() {

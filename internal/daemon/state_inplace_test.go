@@ -60,7 +60,7 @@ func TestStateWrittenInPlaceRestoresLikeACopy(t *testing.T) {
 			t.Fatalf("%s: %v", name, err)
 		}
 		usage2, asm2, mapper2, rd2 := build()
-		err = restoreState(saved, usage2, asm2, mapper2, rd2, now)
+		err = restoreState(saved, usage2, asm2, mapper2, nil, rd2, now)
 		saved.Close()
 		if err != nil {
 			t.Fatalf("%s: restore: %v", name, err)

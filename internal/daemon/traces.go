@@ -35,6 +35,11 @@ type tracesStage struct {
 	// Only then may the state file move: lines after its offsets are
 	// read again after a crash, and their spans built again.
 	durable func() (bool, error)
+	// heldAgents lists the subagent runs whose spans wait for their
+	// session's end, which the state file keeps (the file moves past
+	// their lines); restoreAgents gives a restored state's back.
+	heldAgents    func() []session.Subagent
+	restoreAgents func([]session.Subagent)
 	// exemplar names the chat span of a request, when that span was
 	// sent (metrics.Config.Exemplar): the span sink runs before the
 	// metrics for each unit, so a request's span, unless held back
@@ -234,7 +239,8 @@ func buildTraces(ctx context.Context, cfg *Config, prices *metrics.Prices, logge
 		}
 		return q.MemoryLen() == 0, nil
 	}
-	return &tracesStage{sink: b, window: window, close: closeFn, durable: durable, exemplar: last.of}, nil
+	return &tracesStage{sink: b, window: window, close: closeFn, durable: durable, exemplar: last.of,
+		heldAgents: b.HeldAgents, restoreAgents: b.RestoreHeldAgents}, nil
 }
 
 // traceWindow is --traces.since. During the backfill, the spans of a

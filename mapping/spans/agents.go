@@ -54,13 +54,44 @@ func (b *Builder) Subagent(u *session.Subagent) {
 	if _, done := s.agentsDone[u.AgentID]; done {
 		return
 	}
+	// A held subagent is part of the daemon's state file (HeldAgents):
+	// the file moves past its lines while its span waits.
 	if _, held := s.heldAgents[u.AgentID]; !held {
-		// Counted in Held: the state file must not move past the
-		// subagent's lines while its span exists only here (a crash
-		// would lose it; read again, the lines rebuild it).
-		b.held++
 		c := *u
 		s.heldAgents[u.AgentID] = &c
+	}
+}
+
+// HeldAgents returns the subagent runs whose spans wait for their
+// session's end, in the order of their sessions, starts and ids. A state
+// file keeps them: past a crash, the lines that made them are not read
+// again, and RestoreHeldAgents gives them back.
+func (b *Builder) HeldAgents() []session.Subagent {
+	var out []session.Subagent
+	for _, s := range b.sessions {
+		for _, u := range s.heldAgents {
+			out = append(out, *u)
+		}
+	}
+	slices.SortFunc(out, func(x, y session.Subagent) int {
+		if c := strings.Compare(x.SessionID, y.SessionID); c != 0 {
+			return c
+		}
+		if c := x.Start.Compare(y.Start); c != 0 {
+			return c
+		}
+		return strings.Compare(x.AgentID, y.AgentID)
+	})
+	return out
+}
+
+// RestoreHeldAgents holds again the subagent runs a state file kept
+// (HeldAgents); their spans go out when their sessions end.
+func (b *Builder) RestoreHeldAgents(us []session.Subagent) {
+	for i := range us {
+		if us[i].Ended {
+			b.Subagent(&us[i])
+		}
 	}
 }
 
@@ -107,7 +138,6 @@ func (b *Builder) releaseAgents(s *sessState) {
 	for _, u := range held {
 		b.agentSpan(s, u, false)
 	}
-	b.held -= len(s.heldAgents)
 	clear(s.heldAgents)
 }
 

@@ -139,10 +139,11 @@ func NewBuilder(cfg Config, emit func(Span)) *Builder {
 // Stats returns the builder's counts so far.
 func (b *Builder) Stats() Stats { return b.stats }
 
-// Held returns the number of spans built and held back: subagent spans
-// waiting for their session's end, and (GranularityTurn) spans waiting
-// for their turn to be known. While it is not 0 the state file must not
-// move (their lines are what rebuilds them after a crash).
+// Held returns the number of spans built and held back (GranularityTurn:
+// waiting for their turn to be known). While it is not 0 the state file
+// must not move: their lines are what rebuilds them after a crash.
+// (Subagent spans waiting for their session's end are kept in the state
+// file instead: HeldAgents.)
 func (b *Builder) Held() int { return b.held }
 
 // Open returns the number of sessions the builder holds state for (not

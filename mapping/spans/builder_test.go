@@ -846,28 +846,45 @@ func TestTurnGranularity(t *testing.T) {
 	})
 }
 
-// TestSubagentSpanHeldUntilItsSessionEndsCountsAsHeld: a subagent's span
-// waits for its session's end, and is counted in Held until then, so the
-// daemon's state file does not move past the subagent's lines while the
-// span exists only in memory (a SIGKILL then would lose it).
-func TestSubagentSpanHeldUntilItsSessionEndsCountsAsHeld(t *testing.T) {
-	var during, again, after int
-	r := run(spans.Config{}, func(b *spans.Builder) {
-		b.ToolCall(tool(inTurn("p1"), "tu1", "m1", "Task", 2, 9, session.OutcomeOK))
-		b.Subagent(agent("a1", "tu1", 2, 9))
-		during = b.Held()
-		b.Subagent(agent("a1", "tu1", 2, 9)) // the same run again: one span
+// TestHeldSubagentsOutliveARestart: the subagent runs whose spans wait
+// for their session's end are listed (a state file keeps them, since the
+// lines that made them are not read again after a crash), once each and
+// in order, and a builder given them back emits their spans, with the
+// same ids and times, when the session ends. They do not count in Held:
+// the state file may move past their lines.
+func TestHeldSubagentsOutliveARestart(t *testing.T) {
+	var held []session.Subagent
+	heldN := -1
+	before := run(spans.Config{}, func(b *spans.Builder) {
+		b.Request(req(inAgent("a2"), "m3", 3, 8))
 		b.Subagent(agent("a2", "", 3, 4))
-		again = b.Held()
-		b.Session(sessEnd(9))
-		after = b.Held()
+		b.Subagent(agent("a1", "tu1", 2, 9))
+		b.Subagent(agent("a1", "tu1", 2, 9)) // the same run again: one span
+		held, heldN = b.HeldAgents(), b.Held()
 	})
-	if during != 1 || again != 2 || after != 0 {
-		t.Errorf("held %d after one subagent, %d after two, %d after the session's end; want 1, 2, 0", during, again, after)
+	if len(before.all) != 1 || heldN != 0 {
+		t.Fatalf("%d spans out before the session's end, Held %d; want only the request's, 0", len(before.all), heldN)
 	}
-	for _, a := range []string{"a1", "a2"} {
-		if r.byID(spans.AgentSpanID(sid, a)) == nil {
-			t.Errorf("no span for subagent %s", a)
+	if len(held) != 2 || held[0].AgentID != "a1" || held[1].AgentID != "a2" {
+		t.Fatalf("held %+v, want a1 then a2", held)
+	}
+	after := run(spans.Config{}, func(b *spans.Builder) {
+		b.RestoreHeldAgents(held)
+		if got := b.HeldAgents(); len(got) != 2 {
+			t.Errorf("restored builder holds %d subagents, want 2", len(got))
+		}
+		b.Session(sessEnd(9))
+		if got := b.HeldAgents(); len(got) != 0 {
+			t.Errorf("%d subagents still held after the session's end", len(got))
+		}
+	})
+	for _, a := range []struct {
+		id         string
+		start, end int
+	}{{"a1", 2, 9}, {"a2", 3, 4}} {
+		s := after.byID(spans.AgentSpanID(sid, a.id))
+		if s == nil || s.TraceID != spans.SessionTraceID(sid) || !s.Start.Equal(at(a.start)) || !s.End.Equal(at(a.end)) {
+			t.Errorf("subagent %s after the restart: %+v, want %v..%v in the session trace", a.id, s, at(a.start), at(a.end))
 		}
 	}
 }
