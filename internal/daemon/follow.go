@@ -49,7 +49,10 @@ func (f *follower) rescan() {
 		if f.traces != nil {
 			f.traces.window.see(f.rd.sessionID(fs), fi.ModTime)
 		}
-		if fs.verify || fi.Size != fs.offset || !fs.sameStat(fi.Size, fi.ModTime) {
+		// A FIFO, socket or device at the path is looked at again (the
+		// reader counts it skipped once, and reads the path again once
+		// it is a regular file).
+		if fi.Irregular || fs.verify || fi.Size != fs.offset || !fs.sameStat(fi.Size, fi.ModTime) {
 			changed = append(changed, fs)
 		}
 	})

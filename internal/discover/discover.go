@@ -3,6 +3,7 @@ package discover
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"path/filepath"
 	"sync"
@@ -101,7 +102,16 @@ type File struct {
 	// Dev and Ino identify the file where the platform says (Unix); both
 	// are zero elsewhere. Ino is never zero when known.
 	Dev, Ino uint64
+	// Irregular says the path is a FIFO, a socket or a device (Size is
+	// then 0). It is listed, never opened here, so that the reader counts
+	// it as a file it skips: a transcript's place taken by one is not a
+	// transcript gone.
+	Irregular bool
 }
+
+// irregular are the file types listed as Irregular (a symlink is not
+// listed: transcripts are not followed through links).
+const irregular = fs.ModeNamedPipe | fs.ModeSocket | fs.ModeDevice
 
 // Stats is a snapshot of the watcher's state for self-metrics.
 type Stats struct {

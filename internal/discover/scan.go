@@ -192,7 +192,7 @@ func (wk *walker) readDir(dir string) ([]fs.DirEntry, error) {
 			if name != skippedDir {
 				keep = append(keep, e)
 			}
-		case e.Type().IsRegular() && wk.w.match(name):
+		case (e.Type().IsRegular() || e.Type()&irregular != 0) && wk.w.match(name):
 			keep = append(keep, e)
 		}
 	}

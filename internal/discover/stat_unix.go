@@ -32,14 +32,23 @@ func openDir(dir string) (*os.File, error) {
 // statAt stats the entry e of the directory dir, open as d, without
 // following a symlink, and returns it without its Path. Statting by name
 // relative to the open directory spares the kernel a walk of the whole
-// path per file. ok is false when the entry is not a regular file (any
-// more).
+// path per file. ok is false when the entry is neither a regular file
+// nor a FIFO, socket or device (File.Irregular) any more.
 func statAt(d *os.File, dir string, e fs.DirEntry) (f File, ok bool, err error) {
 	var st unix.Stat_t
 	if err := unix.Fstatat(int(d.Fd()), e.Name(), &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
 		return File{}, false, &fs.PathError{Op: "fstatat", Path: filepath.Join(dir, e.Name()), Err: err}
 	}
-	if st.Mode&unix.S_IFMT != unix.S_IFREG {
+	switch st.Mode & unix.S_IFMT {
+	case unix.S_IFREG:
+	case unix.S_IFIFO, unix.S_IFSOCK, unix.S_IFCHR, unix.S_IFBLK:
+		return File{
+			ModTime:   time.Unix(int64(st.Mtim.Sec), int64(st.Mtim.Nsec)), //nolint:unconvert // int32 on some platforms
+			Dev:       uint64(st.Dev),                                     //nolint:unconvert // int32 on some platforms
+			Ino:       uint64(st.Ino),                                     //nolint:unconvert // int32 on some platforms
+			Irregular: true,
+		}, true, nil
+	default:
 		return File{}, false, nil
 	}
 	return File{
