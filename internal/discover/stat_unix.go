@@ -39,22 +39,18 @@ func statAt(d *os.File, dir string, e fs.DirEntry) (f File, ok bool, err error) 
 	if err := unix.Fstatat(int(d.Fd()), e.Name(), &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
 		return File{}, false, &fs.PathError{Op: "fstatat", Path: filepath.Join(dir, e.Name()), Err: err}
 	}
-	switch st.Mode & unix.S_IFMT {
-	case unix.S_IFREG:
-	case unix.S_IFIFO, unix.S_IFSOCK, unix.S_IFCHR, unix.S_IFBLK:
-		return File{
-			ModTime:   time.Unix(int64(st.Mtim.Sec), int64(st.Mtim.Nsec)), //nolint:unconvert // int32 on some platforms
-			Dev:       uint64(st.Dev),                                     //nolint:unconvert // int32 on some platforms
-			Ino:       uint64(st.Ino),                                     //nolint:unconvert // int32 on some platforms
-			Irregular: true,
-		}, true, nil
-	default:
-		return File{}, false, nil
-	}
-	return File{
-		Size:    st.Size,
+	f = File{
 		ModTime: time.Unix(int64(st.Mtim.Sec), int64(st.Mtim.Nsec)), //nolint:unconvert // int32 on some platforms
 		Dev:     uint64(st.Dev),                                     //nolint:unconvert // int32 on some platforms
 		Ino:     uint64(st.Ino),                                     //nolint:unconvert // int32 on some platforms
-	}, true, nil
+	}
+	switch st.Mode & unix.S_IFMT {
+	case unix.S_IFREG:
+		f.Size = st.Size
+	case unix.S_IFIFO, unix.S_IFSOCK, unix.S_IFCHR, unix.S_IFBLK:
+		f.Irregular = true
+	default:
+		return File{}, false, nil
+	}
+	return f, true, nil
 }

@@ -26,6 +26,7 @@ import (
 	"cmp"
 	"encoding/binary"
 	"iter"
+	"maps"
 	"slices"
 	"time"
 )
@@ -250,13 +251,7 @@ func (c *closedSessions) freeze() packedClosed {
 // all yields the closed sessions unpacked; a damaged one ends it with its
 // error.
 func (c *closedSessions) all() iter.Seq2[SessionState, error] {
-	return unpackAll(func(yield func(string, closedLoc) bool) {
-		for id, loc := range c.at {
-			if !yield(id, loc) {
-				return
-			}
-		}
-	}, c.chunks, c.strs)
+	return unpackAll(maps.All(c.at), c.chunks, c.strs)
 }
 
 // all yields the frozen closed sessions; see closedSessions.all.

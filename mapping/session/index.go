@@ -2,6 +2,7 @@ package session
 
 import (
 	"iter"
+	"maps"
 	"math"
 	"slices"
 	"time"
@@ -139,20 +140,10 @@ func (s *keySet) add(k uint64) bool {
 	}
 	s.recent[k] = struct{}{}
 	if len(s.recent) >= mergeAt(s.old.len()) {
-		s.old.merge(sortedKeys(s.recent), func(uint64) struct{} { return struct{}{} })
+		s.old.merge(slices.Sorted(maps.Keys(s.recent)), func(uint64) struct{} { return struct{}{} })
 		clear(s.recent)
 	}
 	return true
-}
-
-// sortedKeys returns the keys of m in order.
-func sortedKeys[V any](m map[uint64]V) []uint64 {
-	add := make([]uint64, 0, len(m))
-	for k := range m {
-		add = append(add, k)
-	}
-	slices.Sort(add)
-	return add
 }
 
 func (s *keySet) len() int { return s.old.len() + len(s.recent) }
@@ -289,7 +280,7 @@ func (x *doneIndex) put(k uint64, d doneReq) {
 	}
 	x.recent[k] = v
 	if len(x.recent) >= mergeAt(x.sorted.len()) {
-		x.sorted.merge(sortedKeys(x.recent), func(k uint64) doneVal { return x.recent[k] })
+		x.sorted.merge(slices.Sorted(maps.Keys(x.recent)), func(k uint64) doneVal { return x.recent[k] })
 		clear(x.recent)
 	}
 }

@@ -53,7 +53,7 @@ func TestSegmentsAgreeWithAMapAndFrozenViewsStayAsTheyWere(t *testing.T) {
 				batch[k] = rng.Uint64()
 			}
 		}
-		s.merge(sortedKeys(batch), func(k uint64) uint64 { return batch[k] })
+		s.merge(slices.Sorted(maps.Keys(batch)), func(k uint64) uint64 { return batch[k] })
 		maps.Copy(model, batch)
 		// Values changed in place.
 		for k := range model {

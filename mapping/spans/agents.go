@@ -5,6 +5,7 @@ package spans
 // so that each covers all its subagent did.
 
 import (
+	"cmp"
 	"slices"
 	"strings"
 
@@ -74,13 +75,7 @@ func (b *Builder) HeldAgents() []session.Subagent {
 		}
 	}
 	slices.SortFunc(out, func(x, y session.Subagent) int {
-		if c := strings.Compare(x.SessionID, y.SessionID); c != 0 {
-			return c
-		}
-		if c := x.Start.Compare(y.Start); c != 0 {
-			return c
-		}
-		return strings.Compare(x.AgentID, y.AgentID)
+		return cmp.Or(strings.Compare(x.SessionID, y.SessionID), agentOrder(&x, &y))
 	})
 	return out
 }
@@ -119,6 +114,11 @@ func (s *sessState) traceOfTool(id string) TraceID {
 	return s.trace
 }
 
+// agentOrder orders subagent runs by their starts, then ids.
+func agentOrder(x, y *session.Subagent) int {
+	return cmp.Or(x.Start.Compare(y.Start), strings.Compare(x.AgentID, y.AgentID))
+}
+
 // releaseAgents emits the held subagent spans when their session ends, in
 // the order of their starts.
 func (b *Builder) releaseAgents(s *sessState) {
@@ -129,12 +129,7 @@ func (b *Builder) releaseAgents(s *sessState) {
 	for _, u := range s.heldAgents {
 		held = append(held, u)
 	}
-	slices.SortFunc(held, func(x, y *session.Subagent) int {
-		if c := x.Start.Compare(y.Start); c != 0 {
-			return c
-		}
-		return strings.Compare(x.AgentID, y.AgentID)
-	})
+	slices.SortFunc(held, agentOrder)
 	for _, u := range held {
 		b.agentSpan(s, u, false)
 	}
