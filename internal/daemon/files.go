@@ -125,6 +125,9 @@ type reader struct {
 	srcMeta *subagentMeta
 	// batches recycles decoded record batches across reads.
 	batches chan []transcript.Record
+	// fpScratch is prepare's fingerprint buffer (the feeder's: one read
+	// at a time).
+	fpScratch tail.Scratch
 }
 
 func newReader(cfg *Config, log *slog.Logger, self *prom.Self, asm *session.Assembler, decOpts transcript.Options, now func() time.Time) *reader {
@@ -371,7 +374,7 @@ func (r *reader) checkIdentity(f *fileState, fh *os.File, replaced bool) bool {
 	}
 	same := true
 	if f.fp.Len > 0 {
-		ok, err := f.fp.Matches(fh)
+		ok, err := r.fpScratch.Matches(f.fp, fh)
 		if err != nil {
 			r.log.Warn("fingerprint failed", "path", f.path, "err", err)
 			return false
@@ -401,7 +404,7 @@ func (r *reader) checkIdentity(f *fileState, fh *os.File, replaced bool) bool {
 // than the fingerprint's length.
 func (r *reader) updateFingerprint(f *fileState, fh *os.File) {
 	if f.fp.Len < checkpoint.FingerprintBytes {
-		if fp, err := checkpoint.FingerprintOf(fh); err == nil {
+		if fp, err := r.fpScratch.FingerprintOf(fh); err == nil {
 			f.fp = fp
 		}
 	}

@@ -45,12 +45,22 @@ func ParseFingerprint(sum string, n int) (Fingerprint, bool) {
 // FingerprintOf reads the fingerprint of an open file: its first
 // FingerprintBytes bytes, or all of it while it is shorter.
 func FingerprintOf(f io.ReaderAt) (Fingerprint, error) {
-	buf := make([]byte, FingerprintBytes)
-	n, err := f.ReadAt(buf, 0)
+	return new(Scratch).FingerprintOf(f)
+}
+
+// Scratch is the buffer a fingerprint is read into: a caller that looks
+// at many files keeps one and allocates nothing per file (a daemon's
+// backfill of 100,000 files allocated 100 MB in 1 KiB buffers). It is
+// not safe for concurrent use.
+type Scratch [FingerprintBytes]byte
+
+// FingerprintOf is the package's FingerprintOf, read into s.
+func (s *Scratch) FingerprintOf(f io.ReaderAt) (Fingerprint, error) {
+	n, err := f.ReadAt(s[:], 0)
 	if err != nil && !errors.Is(err, io.EOF) {
 		return Fingerprint{}, fmt.Errorf("fingerprint: %w", err)
 	}
-	return fingerprintBytes(buf[:n]), nil
+	return fingerprintBytes(s[:n]), nil
 }
 
 func fingerprintBytes(b []byte) Fingerprint {
@@ -62,10 +72,18 @@ func fingerprintBytes(b []byte) Fingerprint {
 // truncated). The zero Fingerprint (an empty file's, or none) matches
 // every file.
 func (fp Fingerprint) Matches(f io.ReaderAt) (bool, error) {
+	return new(Scratch).Matches(fp, f)
+}
+
+// Matches is fp.Matches, read into s.
+func (s *Scratch) Matches(fp Fingerprint, f io.ReaderAt) (bool, error) {
 	if fp.Len == 0 {
 		return true, nil
 	}
-	buf := make([]byte, fp.Len)
+	if fp.Len < 0 || fp.Len > FingerprintBytes {
+		return false, nil
+	}
+	buf := s[:fp.Len]
 	n, err := f.ReadAt(buf, 0)
 	if err != nil && !errors.Is(err, io.EOF) {
 		return false, fmt.Errorf("fingerprint: %w", err)

@@ -19,6 +19,7 @@ func TestFingerprintTellsTheSameFileFromAnother(t *testing.T) {
 	if err != nil || int(shortFP.Len) != len(short) {
 		t.Fatalf("fingerprint of a short file %v %v", shortFP, err)
 	}
+	var scratch Scratch
 	for _, tc := range []struct {
 		name string
 		fp   Fingerprint
@@ -39,6 +40,42 @@ func TestFingerprintTellsTheSameFileFromAnother(t *testing.T) {
 		if err != nil || got != tc.want {
 			t.Errorf("%s: matches=%v err=%v, want %v", tc.name, got, err, tc.want)
 		}
+		// A scratch kept from the case before gives the same answer.
+		if got, err := scratch.Matches(tc.fp, bytes.NewReader(tc.now)); err != nil || got != tc.want {
+			t.Errorf("%s: with a used scratch matches=%v err=%v, want %v", tc.name, got, err, tc.want)
+		}
+	}
+	if got := (Fingerprint{Len: FingerprintBytes + 1}); must(scratch.Matches(got, bytes.NewReader(content))) {
+		t.Errorf("a fingerprint longer than FingerprintBytes (a damaged one) matched")
+	}
+}
+
+func must(ok bool, err error) bool {
+	if err != nil {
+		panic(err)
+	}
+	return ok
+}
+
+func TestScratchFingerprintsWithoutAllocating(t *testing.T) {
+	var s Scratch
+	long := bytes.NewReader(bytes.Repeat([]byte("line of a transcript\n"), 100))
+	short := bytes.NewReader([]byte("a short file\n"))
+	for _, r := range []*bytes.Reader{long, short} {
+		want, _ := FingerprintOf(r)
+		got, err := s.FingerprintOf(r)
+		if err != nil || got != want {
+			t.Errorf("scratch fingerprint %x/%d (%v), want %x/%d", got.Sum, got.Len, err, want.Sum, want.Len)
+		}
+	}
+	allocs := testing.AllocsPerRun(100, func() {
+		fp, _ := s.FingerprintOf(long)
+		if _, err := s.Matches(fp, short); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if allocs != 0 {
+		t.Errorf("%v allocations per fingerprint and match, want 0", allocs)
 	}
 }
 
