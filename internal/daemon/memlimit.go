@@ -2,42 +2,51 @@ package daemon
 
 import (
 	"log/slog"
-	"math"
 	"runtime"
 	"runtime/debug"
 	"runtime/metrics"
 	"sync/atomic"
 )
 
-// softMemoryLimit is the Go runtime's soft memory limit while a daemon's
-// live heap is small: with the ~16 MiB of the binary's code pages it keeps
-// the resident size under 64 MiB where the default pacing (the heap may
-// grow to twice what is live) lets a history of 20,000 files (a live heap
-// of about 35 MiB at the end of its backfill) reach 68 MiB. It binds only
-// when twice the live heap passes it, and is lifted for good as soon as
-// the live heap passes four fifths of it (38.4 MiB), so that a larger
-// history never makes the collector run back to back: while it binds, a
-// cycle comes every 48 MiB less the live heap allocated instead of every
-// live heap's worth, at worst (live 38 MiB) four times as often. At 20,000
-// files the backfill took as long with it as without (2.25 s both, 2.45 s
-// and 2.36 s on a loaded machine).
-const softMemoryLimit = 48 << 20
+// The Go runtime's default pacing lets the heap grow to twice what is live
+// before it collects. A daemon's live heap is its history's index (files,
+// closed sessions, counted requests), so a large history doubled: at
+// 100,000 files a live heap of 48 MiB made a peak of 108 MiB resident at
+// the end of the backfill and 125 MiB once lines arrived.
+//
+// The daemon sets the runtime's soft memory limit instead, and moves it
+// with the live heap after every collection: the live heap plus a
+// headroom of a quarter of it, at least minHeadroom, and never below
+// softMemoryLimit. With the ~16 MiB of the binary's code pages a small
+// history stays under 64 MiB resident as before (a cycle every 48 MiB less
+// the live heap allocated); a large one holds live + max(16 MiB, live/4)
+// instead of 2 × live. The headroom is what keeps the collector from
+// running back to back: a cycle comes at worst every quarter of the live
+// heap allocated, four times as often as the default pacing.
+const (
+	softMemoryLimit = 48 << 20
+	minHeadroom     = 16 << 20
+)
 
-// softLimit applies softMemoryLimit and lifts it when the live heap
-// outgrows it. It checks after every collection.
+// limitFor is the soft limit for a live heap.
+func limitFor(live uint64) int64 {
+	return int64(max(softMemoryLimit, live+max(minHeadroom, live/4)))
+}
+
+// softLimit keeps the soft limit at limitFor(live heap). It checks after
+// every collection.
 type softLimit struct {
-	limit   int64
+	limit   atomic.Int64
 	prev    int64 // the limit before (restored at stop)
-	lift    func(int64) int64
+	set     func(int64) int64
 	live    func() uint64
 	log     *slog.Logger
 	stopped atomic.Bool
-	lifted  atomic.Bool
 	// held counts the state writes in flight: their snapshot is a copy
-	// of the state, live until written, and no sign that the history
-	// outgrew the limit (without the hold, the first periodic write after
-	// lines arrive lifted it at 20,000 files, and the peak went from 61
-	// to 89 MiB).
+	// of the state, live until written and gone after, so the limit does
+	// not rise for it while the headroom still holds the copy (without
+	// the hold, the first periodic write after lines arrive lifted the
+	// limit at 20,000 files, and the peak went from 61 to 89 MiB).
 	held atomic.Int32
 }
 
@@ -48,8 +57,9 @@ func startSoftLimit(getenv func(string) string, log *slog.Logger) *softLimit {
 	if getenv("GOMEMLIMIT") != "" {
 		return nil
 	}
-	s := &softLimit{limit: softMemoryLimit, lift: debug.SetMemoryLimit, live: liveHeap, log: log}
-	s.prev = debug.SetMemoryLimit(s.limit)
+	s := &softLimit{set: debug.SetMemoryLimit, live: liveHeap, log: log}
+	s.limit.Store(softMemoryLimit)
+	s.prev = debug.SetMemoryLimit(softMemoryLimit)
 	s.arm()
 	return s
 }
@@ -68,20 +78,24 @@ func (s *softLimit) release() {
 	}
 }
 
-// check lifts the limit once the live heap passes four fifths of it
-// outside a hold, and reports whether to keep checking.
+// check moves the limit to limitFor(live), and reports whether to keep
+// checking. During a hold it only rises, and only when the live heap
+// comes within half the minimum headroom of it: the collector then still
+// has room to work.
 func (s *softLimit) check() bool {
-	if s.stopped.Load() || s.lifted.Load() {
+	if s.stopped.Load() {
 		return false
 	}
-	if s.held.Load() > 0 {
+	live := s.live()
+	cur, want := s.limit.Load(), limitFor(live)
+	if s.held.Load() > 0 && (want < cur || int64(live)+minHeadroom/2 <= cur) {
 		return true
 	}
-	if live := s.live(); live > uint64(s.limit)/5*4 {
-		s.lifted.Store(true)
-		s.lift(math.MaxInt64)
-		s.log.Debug("soft memory limit lifted: the live heap outgrew it", "live_bytes", live, "limit_bytes", s.limit)
-		return false
+	// Small moves are not worth a call: 1 MiB is noise in a collection.
+	if d := want - cur; d > 1<<20 || d < -(1<<20) {
+		s.limit.Store(want)
+		s.set(want)
+		s.log.Debug("soft memory limit moved with the live heap", "live_bytes", live, "limit_bytes", want)
 	}
 	return true
 }
@@ -102,7 +116,7 @@ func (s *softLimit) stop() {
 	if s == nil || s.stopped.Swap(true) {
 		return
 	}
-	s.lift(s.prev)
+	s.set(s.prev)
 }
 
 // liveHeap is the live heap measured by the last collection.
