@@ -174,14 +174,14 @@ func (c *closedSessions) put(s *sessState) {
 	b = binary.AppendUvarint(b, uint64(s.turns))
 	if t != nil {
 		if flags&closedTurnOwnSession != 0 {
-			b = appendInline(b, t.SessionID)
+			b = appendID(b, t.SessionID)
 		}
 		if flags&closedTurnOwnID != 0 {
-			b = appendInline(b, t.TurnID)
+			b = appendID(b, t.TurnID)
 		}
 		b = appendInline(b, t.AgentID)
 		b = c.appendShared(b, t.Project)
-		b = appendInline(b, t.PromptUUID)
+		b = appendID(b, t.PromptUUID)
 		b = binary.AppendVarint(b, int64(t.Number))
 		b = appendClosedTime(b, t.Start)
 		b = appendClosedTime(b, t.End)
@@ -356,15 +356,15 @@ func unpackClosed(ss *closedState, id string, packed []byte, strs []string) erro
 		t := &Turn{HasReported: flags&closedTurnHasReported != 0, Again: flags&closedTurnAgain != 0}
 		t.SessionID = id
 		if flags&closedTurnOwnSession != 0 {
-			t.SessionID = u.inline()
+			t.SessionID = u.id()
 		}
 		ownID := flags&closedTurnOwnID != 0
 		if ownID {
-			t.TurnID = u.inline()
+			t.TurnID = u.id()
 		}
 		t.AgentID = u.inline()
 		t.Project = u.str()
-		t.PromptUUID = u.inline()
+		t.PromptUUID = u.id()
 		if !ownID {
 			t.TurnID = t.PromptUUID
 		}

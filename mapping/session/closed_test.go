@@ -72,6 +72,22 @@ func TestClosedSessionPackedKeepsEveryField(t *testing.T) {
 		{"turn of the session, named by its prompt", func(s *SessionState) {
 			s.Turn.SessionID, s.Turn.TurnID = s.ID, s.Turn.PromptUUID
 		}},
+		{"ids that are UUIDs, packed as their bytes", func(s *SessionState) {
+			s.ID = "0f8fad5b-d9cb-469f-a165-70867728950e"
+			s.Turn.SessionID = "7c9e6679-7425-40de-944b-e07fc1f90ae7"
+			s.Turn.PromptUUID = "16fd2706-8baf-433b-82eb-8c7fada847da"
+			s.Turn.TurnID = "886313e1-3b8a-5372-9b90-0c9aee199e5d"
+		}},
+		{"the session's id and a prompt UUID naming the turn", func(s *SessionState) {
+			s.ID = "0f8fad5b-d9cb-469f-a165-70867728950e"
+			s.Turn.SessionID, s.Turn.PromptUUID = s.ID, "16fd2706-8baf-433b-82eb-8c7fada847da"
+			s.Turn.TurnID = s.Turn.PromptUUID
+		}},
+		{"ids like UUIDs but not canonical", func(s *SessionState) {
+			s.Turn.SessionID = "7C9E6679-7425-40DE-944B-E07FC1F90AE7"
+			s.Turn.PromptUUID = "16fd27068baf433b82eb8c7fada847da"
+			s.Turn.TurnID = ""
+		}},
 		{"negative and zero durations, zero times", func(s *SessionState) {
 			s.Turn.SincePrevious, s.Turn.Active, s.Turn.Counted = -time.Second, 0, -1
 			s.Turn.Closed, s.Start = time.Time{}, time.Time{}
