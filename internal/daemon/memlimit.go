@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"log/slog"
+	"math"
 	"runtime"
 	"runtime/debug"
 	"runtime/metrics"
@@ -10,56 +11,73 @@ import (
 
 // The Go runtime's default pacing lets the heap grow to twice what is live
 // before it collects. A daemon's live heap is its history's index (files,
-// closed sessions, counted requests), so a large history doubled: at
-// 100,000 files a live heap of 48 MiB made a peak of 108 MiB resident at
-// the end of the backfill and 125 MiB once lines arrived.
+// closed sessions, counted requests), so a large history doubled.
 //
-// The daemon sets the runtime's soft memory limit instead, and moves it
-// with the live heap after every collection: the live heap plus a
-// headroom of a quarter of it, at least minHeadroom, and never below
-// softMemoryLimit. With the ~16 MiB of the binary's code pages a small
-// history stays under 64 MiB resident as before (a cycle every 48 MiB less
-// the live heap allocated); a large one holds live + max(16 MiB, live/4)
-// instead of 2 × live. The headroom is what keeps the collector from
-// running back to back: a cycle comes at worst every quarter of the live
-// heap allocated, four times as often as the default pacing.
+// While the live heap is small the daemon sets a soft memory limit,
+// softMemoryLimit: with the ~16 MiB of the binary's code pages it keeps
+// the resident size under 64 MiB where the default pacing let a history of
+// 20,000 files (a live heap of about 35 MiB at the end of its backfill)
+// reach 68 MiB. Once the live heap passes four fifths of it (38.4 MiB) the
+// limit is lifted for good, so that a larger history never makes the
+// collector run back to back; from then on the heap's room to grow is
+// bounded instead: GOGC is lowered so that it may grow minHeadroom past
+// the live heap, but never less than a quarter of it (GOGC 25), so that a
+// cycle comes at worst every quarter of the live heap allocated. At
+// 100,000 files (a live heap of 48 MiB) that is a peak of 87 MiB resident
+// instead of 108 at the end of the backfill.
+//
+// (A soft limit that follows the live heap was tried first: the limit
+// counts all of the runtime's memory, not only the heap, so at 100,000
+// files live + 16 MiB left the heap a megabyte of room during a state
+// write and the collector ran back to back for most of a second.)
 const (
 	softMemoryLimit = 48 << 20
 	minHeadroom     = 16 << 20
+	minGCPercent    = 25
 )
 
-// limitFor is the soft limit for a live heap.
-func limitFor(live uint64) int64 {
-	return int64(max(softMemoryLimit, live+max(minHeadroom, live/4)))
+// gcPercentFor is the GOGC for a live heap once the limit is lifted.
+func gcPercentFor(live uint64) int {
+	if live == 0 {
+		return 100
+	}
+	return int(min(100, max(minGCPercent, minHeadroom*100/live)))
 }
 
-// softLimit keeps the soft limit at limitFor(live heap). It checks after
+// softLimit applies softMemoryLimit, lifts it when the live heap outgrows
+// it, and then keeps GOGC at gcPercentFor(live heap). It checks after
 // every collection.
 type softLimit struct {
-	limit   atomic.Int64
-	prev    int64 // the limit before (restored at stop)
-	set     func(int64) int64
-	live    func() uint64
-	log     *slog.Logger
+	limit  int64
+	prev   int64 // the limit before (restored at stop)
+	prevGC int   // GOGC before (restored at stop, if set)
+	lift   func(int64) int64
+	gc     func(int) int
+	live   func() uint64
+	log    *slog.Logger
+	// pct is the GOGC set (0: none yet).
+	pct     atomic.Int32
 	stopped atomic.Bool
+	lifted  atomic.Bool
 	// held counts the state writes in flight: their snapshot is a copy
-	// of the state, live until written and gone after, so the limit does
-	// not rise for it while the headroom still holds the copy (without
-	// the hold, the first periodic write after lines arrive lifted the
-	// limit at 20,000 files, and the peak went from 61 to 89 MiB).
+	// of the state, live until written, and no sign that the history
+	// outgrew the limit (without the hold, the first periodic write after
+	// lines arrive lifted it at 20,000 files, and the peak went from 61
+	// to 89 MiB).
 	held atomic.Int32
 }
 
-// startSoftLimit sets the soft limit unless GOMEMLIMIT is set (the user's
-// own limit wins: then it returns nil, whose methods do nothing); stop
-// restores the previous one.
+// startSoftLimit sets the soft limit unless GOMEMLIMIT or GOGC is set (the
+// user's own setting wins: then it returns nil, whose methods do
+// nothing); stop restores the previous one.
 func startSoftLimit(getenv func(string) string, log *slog.Logger) *softLimit {
-	if getenv("GOMEMLIMIT") != "" {
+	if getenv("GOMEMLIMIT") != "" || getenv("GOGC") != "" {
 		return nil
 	}
-	s := &softLimit{set: debug.SetMemoryLimit, live: liveHeap, log: log}
-	s.limit.Store(softMemoryLimit)
-	s.prev = debug.SetMemoryLimit(softMemoryLimit)
+	s := &softLimit{limit: softMemoryLimit, lift: debug.SetMemoryLimit, gc: debug.SetGCPercent, live: liveHeap, log: log}
+	s.prevGC = debug.SetGCPercent(100)
+	debug.SetGCPercent(s.prevGC)
+	s.prev = debug.SetMemoryLimit(s.limit)
 	s.arm()
 	return s
 }
@@ -78,26 +96,36 @@ func (s *softLimit) release() {
 	}
 }
 
-// check moves the limit to limitFor(live), and reports whether to keep
-// checking. During a hold it only rises, and only when the live heap
-// comes within half the minimum headroom of it: the collector then still
-// has room to work.
+// check lifts the limit once the live heap passes four fifths of it
+// outside a hold, then sets GOGC for the live heap; it reports whether to
+// keep checking.
 func (s *softLimit) check() bool {
 	if s.stopped.Load() {
 		return false
 	}
 	live := s.live()
-	cur, want := s.limit.Load(), limitFor(live)
-	if s.held.Load() > 0 && (want < cur || int64(live)+minHeadroom/2 <= cur) {
-		return true
+	if !s.lifted.Load() {
+		if s.held.Load() > 0 || live <= uint64(s.limit)/5*4 {
+			return true
+		}
+		s.lifted.Store(true)
+		s.lift(math.MaxInt64)
+		s.log.Debug("soft memory limit lifted: the live heap outgrew it", "live_bytes", live, "limit_bytes", s.limit)
 	}
-	// Small moves are not worth a call: 1 MiB is noise in a collection.
-	if d := want - cur; d > 1<<20 || d < -(1<<20) {
-		s.limit.Store(want)
-		s.set(want)
-		s.log.Debug("soft memory limit moved with the live heap", "live_bytes", live, "limit_bytes", want)
+	// Small moves are not worth a call.
+	if pct := gcPercentFor(live); abs(pct-int(s.pct.Load())) >= 5 {
+		s.gc(pct)
+		s.pct.Store(int32(pct))
+		s.log.Debug("GOGC set for the live heap", "live_bytes", live, "gogc", pct)
 	}
 	return true
+}
+
+func abs(x int) int {
+	if x < 0 {
+		return -x
+	}
+	return x
 }
 
 // arm runs check after the next collection, and again after each one
@@ -116,7 +144,10 @@ func (s *softLimit) stop() {
 	if s == nil || s.stopped.Swap(true) {
 		return
 	}
-	s.set(s.prev)
+	s.lift(s.prev)
+	if s.pct.Load() != 0 {
+		s.gc(s.prevGC)
+	}
 }
 
 // liveHeap is the live heap measured by the last collection.

@@ -8,35 +8,40 @@ import (
 	"testing"
 )
 
-func TestSoftMemoryLimitFollowsTheLiveHeapWithBoundedHeadroom(t *testing.T) {
+func TestSoftMemoryLimitThenGOGCBoundTheHeapsRoomToGrow(t *testing.T) {
 	const mib = 1 << 20
 	tests := []struct {
-		name     string
-		live     []uint64 // live heap after each collection
-		held     []bool   // a state write in flight at that collection
-		wantSets []int64  // the limits set, in order
+		name      string
+		live      []uint64 // live heap after each collection
+		held      []bool   // a state write in flight at that collection
+		wantLifts int      // times the limit was lifted
+		wantGC    []int    // the GOGC values set, in order
 	}{
-		{"a small heap keeps the 48 MiB limit", []uint64{10 * mib, 20 * mib, 32 * mib}, nil, nil},
-		{"a larger one gets 16 MiB over its live heap", []uint64{20 * mib, 40 * mib, 48 * mib}, nil,
-			[]int64{56 * mib, 64 * mib}},
-		{"a much larger one a quarter of it", []uint64{100 * mib}, nil, []int64{125 * mib}},
-		{"it comes down when the heap does", []uint64{60 * mib, 20 * mib}, nil, []int64{76 * mib, 48 * mib}},
-		{"moves under 1 MiB are not made", []uint64{40 * mib, 40*mib + 512<<10}, nil, []int64{56 * mib}},
-		{"a state write's snapshot does not raise it while there is room", []uint64{30 * mib, 38 * mib, 30 * mib},
-			[]bool{false, true, false}, nil},
-		{"nor lower it", []uint64{48 * mib, 20 * mib, 20 * mib}, []bool{false, true, false},
-			[]int64{64 * mib, 48 * mib}},
-		{"but raises it before the collector runs out of room", []uint64{30 * mib, 44 * mib}, []bool{false, true},
-			[]int64{60 * mib}},
+		{"a small heap keeps the limit and GOGC", []uint64{10 * mib, 20 * mib, 38 * mib}, nil, 0, nil},
+		{"past four fifths of the limit it is lifted and GOGC bounds the room",
+			[]uint64{20 * mib, 40 * mib, 48 * mib, 64 * mib, 10 * mib}, nil, 1, []int{40, 33, 25, 100}},
+		{"GOGC never goes below 25", []uint64{39 * mib, 200 * mib}, nil, 1, []int{41, 25}},
+		{"moves under 5 are not made", []uint64{40 * mib, 41 * mib, 42 * mib}, nil, 1, []int{40}},
+		{"a state write's snapshot does not lift the limit", []uint64{30 * mib, 45 * mib, 30 * mib},
+			[]bool{false, true, false}, 0, nil},
+		{"a heap still large once the write is done does", []uint64{30 * mib, 45 * mib, 45 * mib},
+			[]bool{false, true, false}, 1, []int{35}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			var sets []int64
+			var lifts int
+			var gcs []int
 			i := 0
-			s := &softLimit{log: slog.New(slog.DiscardHandler),
-				set:  func(v int64) int64 { sets = append(sets, v); return 0 },
+			s := &softLimit{limit: softMemoryLimit, log: slog.New(slog.DiscardHandler),
+				lift: func(v int64) int64 {
+					if v != math.MaxInt64 {
+						t.Errorf("limit set to %d, want it lifted", v)
+					}
+					lifts++
+					return 0
+				},
+				gc:   func(v int) int { gcs = append(gcs, v); return 100 },
 				live: func() uint64 { return tt.live[i] }}
-			s.limit.Store(softMemoryLimit)
 			for i = range tt.live {
 				if i < len(tt.held) && tt.held[i] {
 					s.hold()
@@ -48,36 +53,43 @@ func TestSoftMemoryLimitFollowsTheLiveHeapWithBoundedHeadroom(t *testing.T) {
 					s.release()
 				}
 			}
-			if !slices.Equal(sets, tt.wantSets) {
-				t.Errorf("limits set %v MiB, want %v MiB", inMiB(sets), inMiB(tt.wantSets))
+			if lifts != tt.wantLifts || !slices.Equal(gcs, tt.wantGC) {
+				t.Errorf("lifted %d times and GOGC set to %v, want %d and %v", lifts, gcs, tt.wantLifts, tt.wantGC)
 			}
 		})
 	}
 }
 
-func inMiB(v []int64) []int64 {
-	out := make([]int64, len(v))
-	for i, x := range v {
-		out[i] = x >> 20
-	}
-	return out
-}
-
-func TestSoftMemoryLimitLeavesGOMEMLIMITAloneAndIsRestored(t *testing.T) {
+func TestSoftMemoryLimitLeavesGOMEMLIMITAndGOGCAloneAndIsRestored(t *testing.T) {
 	before := debug.SetMemoryLimit(-1)
-	s := startSoftLimit(func(k string) string {
-		if k == "GOMEMLIMIT" {
-			return "1GiB"
+	for _, env := range []string{"GOMEMLIMIT", "GOGC"} {
+		s := startSoftLimit(func(k string) string {
+			if k == env {
+				return "1GiB"
+			}
+			return ""
+		}, slog.New(slog.DiscardHandler))
+		if s != nil {
+			t.Errorf("with %s set the limit was applied", env)
 		}
-		return ""
-	}, slog.New(slog.DiscardHandler))
-	if got := debug.SetMemoryLimit(-1); got != before {
-		t.Errorf("with GOMEMLIMIT set the limit changed to %d", got)
+		if got := debug.SetMemoryLimit(-1); got != before {
+			t.Errorf("with %s set the limit changed to %d", env, got)
+		}
+		s.stop()
 	}
+	// GOGC set for a large heap is put back at stop.
+	var gc []int
+	s := &softLimit{limit: softMemoryLimit, prevGC: 100, log: slog.New(slog.DiscardHandler),
+		lift: func(int64) int64 { return 0 }, gc: func(v int) int { gc = append(gc, v); return 0 },
+		live: func() uint64 { return 64 << 20 }}
+	s.check()
 	s.stop()
+	if !slices.Equal(gc, []int{25, 100}) {
+		t.Errorf("GOGC set to %v, want [25 100]: set for the heap, then put back", gc)
+	}
 	s = startSoftLimit(func(string) string { return "" }, slog.New(slog.DiscardHandler))
-	if got := debug.SetMemoryLimit(-1); got < softMemoryLimit || got == math.MaxInt64 {
-		t.Errorf("limit %d, want %d or more, following the live heap", got, softMemoryLimit)
+	if got := debug.SetMemoryLimit(-1); got != softMemoryLimit && got != math.MaxInt64 {
+		t.Errorf("limit %d, want %d (or lifted already)", got, softMemoryLimit)
 	}
 	s.stop()
 	if got := debug.SetMemoryLimit(-1); got != before {
