@@ -128,6 +128,18 @@ type reader struct {
 	// fpScratch is prepare's fingerprint buffer (the feeder's: one read
 	// at a time).
 	fpScratch tail.Scratch
+	// marks is the file table of a state write in flight (takeSnapshot):
+	// an entry's watermark is kept there before it changes (changing).
+	marks atomic.Pointer[fileMarks]
+}
+
+// changing is called before f's offset or fingerprint changes, on
+// whichever goroutine changes it: a state write in flight keeps the
+// watermark it had.
+func (r *reader) changing(f *fileState) {
+	if m := r.marks.Load(); m != nil {
+		m.keep(f)
+	}
 }
 
 func newReader(cfg *Config, log *slog.Logger, self *prom.Self, asm *session.Assembler, decOpts transcript.Options, now func() time.Time) *reader {
@@ -394,6 +406,7 @@ func (r *reader) checkIdentity(f *fileState, fh *os.File, replaced bool) bool {
 	if !same {
 		r.log.Info("file replaced or rewritten, reading from the start", "path", f.path, "offset", f.offset)
 		r.self.FilesReread.Inc()
+		r.changing(f)
 		f.offset, f.fp = 0, checkpoint.Fingerprint{}
 		r.version.Add(1)
 	}
@@ -404,7 +417,8 @@ func (r *reader) checkIdentity(f *fileState, fh *os.File, replaced bool) bool {
 // than the fingerprint's length.
 func (r *reader) updateFingerprint(f *fileState, fh *os.File) {
 	if f.fp.Len < checkpoint.FingerprintBytes {
-		if fp, err := r.fpScratch.FingerprintOf(fh); err == nil {
+		if fp, err := r.fpScratch.FingerprintOf(fh); err == nil && fp != f.fp {
+			r.changing(f)
 			f.fp = fp
 		}
 	}

@@ -304,6 +304,7 @@ func (r *reader) readFiles(files []*fileState, atEOF bool) int {
 		}
 		if d.err == nil {
 			r.self.BytesRead.Add(float64(d.rg.End - f.offset))
+			r.changing(f)
 			f.offset = d.rg.End
 			r.version.Add(1)
 			changed[f] = true
@@ -392,6 +393,7 @@ func (r *reader) prepare(f *fileState) (*os.File, int64, int64) {
 		// global dedup keeps lines already counted from counting twice.
 		r.log.Info("file shrank, reading again", "path", f.path, "offset", f.offset, "size", st.Size())
 		r.self.FilesReread.Inc()
+		r.changing(f)
 		f.offset, f.fp = 0, checkpoint.Fingerprint{}
 		r.version.Add(1)
 	}

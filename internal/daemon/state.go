@@ -12,6 +12,7 @@ import (
 	"runtime/debug"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -33,11 +34,12 @@ type snapshot struct {
 	// or the assembler itself (inPlace).
 	asm    assemblerState
 	blocks prom.BlocksState
-	// files holds the file watermarks, copied (takeSnapshot), or live
-	// the table's own entries, in path order (inPlace: the pipeline waits
-	// for the write; at 100,000 files a copy was 6 MB more at the end of
-	// the backfill, when the daemon peaks).
-	files []fileMark
+	// marks holds the table's own entries as the write sees them
+	// (takeSnapshot: the pipeline goes on beside the write), or live the
+	// table's own entries (inPlace: the pipeline waits for the write), in
+	// path order. A copy of every watermark was 6.4 MB more for each
+	// periodic write at 100,000 files.
+	marks *fileMarks
 	live  []*fileState
 	// projects is the label given to each working dir (basename labels):
 	// a label once given never changes, across restarts too.
@@ -46,6 +48,9 @@ type snapshot struct {
 	// end (tracesStage.heldAgents): the lines that made them are before
 	// the saved offsets.
 	agents []session.Subagent
+	// release, when set, ends what the snapshot holds of the pipeline
+	// (fileMarks) once it is written.
+	release func()
 }
 
 // assemblerState is what a state file holds of the assembler, its large
@@ -58,20 +63,66 @@ type assemblerState interface {
 }
 
 // takeSnapshot freezes the assembler state (session.Freeze: packed and
-// shared, not copied field by field) and copies the counters and the file
-// watermarks.
+// shared, not copied field by field), copies the counters, and lists the
+// file table's entries, whose watermarks the reader keeps as they are now
+// before it changes them (fileMarks) until release.
 func takeSnapshot(cfg *Config, usage *prom.Metrics, asm *session.Assembler, rd *reader, now time.Time) *snapshot {
 	snap := &snapshot{cfg: cfg, at: now, counters: usage.State(), asm: asm.Freeze()}
 	snap.blocks = usage.BlocksState()
-	snap.files = make([]fileMark, 0, len(rd.files))
+	m := &fileMarks{files: make([]*fileState, 0, len(rd.files)), kept: map[*fileState]fileMark{}}
 	for _, fs := range rd.files {
-		if fs.saved() {
-			snap.files = append(snap.files, fileMark{path: fs.path, fp: fs.fp, offset: fs.offset})
-		}
+		m.files = append(m.files, fs)
 	}
-	slices.SortFunc(snap.files, func(a, b fileMark) int { return strings.Compare(a.path, b.path) })
+	slices.SortFunc(m.files, func(a, b *fileState) int { return strings.Compare(a.path, b.path) })
+	snap.marks = m
+	rd.marks.Store(m)
+	snap.release = func() {
+		rd.marks.CompareAndSwap(m, nil)
+		m.finish()
+	}
 	return snap
 }
+
+// fileMarks is the file table as a write in flight sees it: the entries
+// at the snapshot, and the watermarks of those changed since as they were
+// then. The reader calls keep before it changes an entry's offset or
+// fingerprint (reader.changing), and the write reads an entry under the
+// same lock: either the entry was kept, and the write reads the kept
+// mark, or the write read it before any change.
+type fileMarks struct {
+	files []*fileState
+	mu    sync.Mutex
+	kept  map[*fileState]fileMark
+	done  bool
+}
+
+// keep records f's watermark as it is, before a change.
+func (m *fileMarks) keep(f *fileState) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if _, ok := m.kept[f]; !ok && !m.done {
+		m.kept[f] = markOf(f)
+	}
+}
+
+// mark returns f's watermark at the snapshot.
+func (m *fileMarks) mark(f *fileState) fileMark {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if k, ok := m.kept[f]; ok {
+		return k
+	}
+	return markOf(f)
+}
+
+// finish ends the keeping: the write is done.
+func (m *fileMarks) finish() {
+	m.mu.Lock()
+	m.done, m.kept = true, nil
+	m.mu.Unlock()
+}
+
+func markOf(f *fileState) fileMark { return fileMark{path: f.path, fp: f.fp, offset: f.offset} }
 
 // inPlace is takeSnapshot for a snapshot written before the pipeline goes
 // on (at the end of the backfill and at shutdown): the assembler's
@@ -120,9 +171,15 @@ func (s *snapshot) entries(yield func([]checkpoint.Entry) error) error {
 		buf = buf[:0]
 		return err
 	}
-	for _, m := range s.files {
-		if err := add(m.path, m.fp, m.offset); err != nil {
-			return err
+	if s.marks != nil {
+		for _, f := range s.marks.files {
+			m := s.marks.mark(f)
+			if m.offset == 0 && m.fp.Len == 0 {
+				continue // never read, or read from nothing (saved)
+			}
+			if err := add(m.path, m.fp, m.offset); err != nil {
+				return err
+			}
 		}
 	}
 	for _, fs := range s.live {
@@ -138,7 +195,13 @@ func (s *snapshot) entries(yield func([]checkpoint.Entry) error) error {
 
 // large says the snapshot is big enough that its garbage is worth a
 // collection (a history of thousands of files).
-func (s *snapshot) large() bool { return len(s.files)+len(s.live) > 2000 }
+func (s *snapshot) large() bool {
+	n := len(s.live)
+	if s.marks != nil {
+		n += len(s.marks.files)
+	}
+	return n > 2000
+}
 
 // write encodes the snapshot and writes the state file atomically; the
 // counters and the assembler state are streamed to the file after its
@@ -346,6 +409,9 @@ func (k *stateKeeper) save(usage *prom.Metrics, asm *session.Assembler, rd *read
 			k.log.Warn("state not written", "err", err)
 		} else {
 			k.since(snap.at)
+		}
+		if snap.release != nil {
+			snap.release()
 		}
 		if snap.large() {
 			// A large history's snapshot is tens of megabytes of garbage
