@@ -19,13 +19,13 @@ func TestSoftMemoryLimitThenGOGCBoundTheHeapsRoomToGrow(t *testing.T) {
 	}{
 		{"a small heap keeps the limit and GOGC", []uint64{10 * mib, 20 * mib, 38 * mib}, nil, 0, nil},
 		{"past four fifths of the limit it is lifted and GOGC bounds the room",
-			[]uint64{20 * mib, 40 * mib, 48 * mib, 64 * mib, 10 * mib}, nil, 1, []int{40, 33, 25, 100}},
-		{"GOGC never goes below 25", []uint64{39 * mib, 200 * mib}, nil, 1, []int{41, 25}},
-		{"moves under 5 are not made", []uint64{40 * mib, 41 * mib, 42 * mib}, nil, 1, []int{40}},
+			[]uint64{20 * mib, 40 * mib, 48 * mib, 64 * mib, 10 * mib}, nil, 1, []int{30, 25, 20, 100}},
+		{"GOGC never goes below 20", []uint64{39 * mib, 200 * mib}, nil, 1, []int{30, 20}},
+		{"moves under 5 are not made", []uint64{40 * mib, 41 * mib, 42 * mib}, nil, 1, []int{30}},
 		{"a state write's snapshot does not lift the limit", []uint64{30 * mib, 45 * mib, 30 * mib},
 			[]bool{false, true, false}, 0, nil},
 		{"a heap still large once the write is done does", []uint64{30 * mib, 45 * mib, 45 * mib},
-			[]bool{false, true, false}, 1, []int{35}},
+			[]bool{false, true, false}, 1, []int{26}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -84,8 +84,8 @@ func TestSoftMemoryLimitLeavesGOMEMLIMITAndGOGCAloneAndIsRestored(t *testing.T) 
 		live: func() uint64 { return 64 << 20 }}
 	s.check()
 	s.stop()
-	if !slices.Equal(gc, []int{25, 100}) {
-		t.Errorf("GOGC set to %v, want [25 100]: set for the heap, then put back", gc)
+	if !slices.Equal(gc, []int{20, 100}) {
+		t.Errorf("GOGC set to %v, want [20 100]: set for the heap, then put back", gc)
 	}
 	s = startSoftLimit(func(string) string { return "" }, slog.New(slog.DiscardHandler))
 	if got := debug.SetMemoryLimit(-1); got != softMemoryLimit && got != math.MaxInt64 {
