@@ -143,6 +143,11 @@ func startThanosHashring(t testing.TB, bin, dir string, opts ThanosOptions) (_ *
 		r.args = []string{"receive",
 			"--tsdb.path=" + filepath.Join(dir, r.name),
 			"--tsdb.retention=1d",
+			// As deploy/team/thanos/docker-compose.yml: the collector
+			// sends a queue's requests concurrently, so a machine's later
+			// push can reach a receiver before its earlier one; without
+			// the window that earlier push is refused (409) and dropped.
+			"--tsdb.out-of-order.time-window=1h",
 			"--http-address=" + r.http,
 			"--grpc-address=" + r.grpc,
 			"--remote-write.address=" + r.write,
