@@ -34,13 +34,12 @@ type snapshot struct {
 	// or the assembler itself (inPlace).
 	asm    assemblerState
 	blocks prom.BlocksState
-	// marks holds the table's own entries as the write sees them
-	// (takeSnapshot: the pipeline goes on beside the write), or live the
-	// table's own entries (inPlace: the pipeline waits for the write), in
-	// path order. A copy of every watermark was 6.4 MB more for each
-	// periodic write at 100,000 files.
+	// marks holds the table's own entries in path order, as the write
+	// sees them: kept as they were when the reader changes them during
+	// the write (takeSnapshot: the pipeline goes on beside it), or as they
+	// are (inPlace: the pipeline waits for it). A copy of every watermark
+	// was 6.4 MB more for each periodic write at 100,000 files.
 	marks *fileMarks
-	live  []*fileState
 	// projects is the label given to each working dir (basename labels):
 	// a label once given never changes, across restarts too.
 	projects map[string]string
@@ -69,11 +68,8 @@ type assemblerState interface {
 func takeSnapshot(cfg *Config, usage *prom.Metrics, asm *session.Assembler, rd *reader, now time.Time) *snapshot {
 	snap := &snapshot{cfg: cfg, at: now, counters: usage.State(), asm: asm.Freeze()}
 	snap.blocks = usage.BlocksState()
-	m := &fileMarks{files: make([]*fileState, 0, len(rd.files)), kept: map[*fileState]fileMark{}}
-	for _, fs := range rd.files {
-		m.files = append(m.files, fs)
-	}
-	slices.SortFunc(m.files, func(a, b *fileState) int { return strings.Compare(a.path, b.path) })
+	m := tableMarks(rd)
+	m.kept, m.done = map[*fileState]fileMark{}, false
 	snap.marks = m
 	rd.marks.Store(m)
 	snap.release = func() {
@@ -81,6 +77,17 @@ func takeSnapshot(cfg *Config, usage *prom.Metrics, asm *session.Assembler, rd *
 		m.finish()
 	}
 	return snap
+}
+
+// tableMarks lists the reader's entries in path order, read as they are
+// (done: nothing is kept).
+func tableMarks(rd *reader) *fileMarks {
+	m := &fileMarks{files: make([]*fileState, 0, len(rd.files)), done: true}
+	for _, fs := range rd.files {
+		m.files = append(m.files, fs)
+	}
+	slices.SortFunc(m.files, func(a, b *fileState) int { return strings.Compare(a.path, b.path) })
+	return m
 }
 
 // fileMarks is the file table as a write in flight sees it: the entries
@@ -131,13 +138,7 @@ func markOf(f *fileState) fileMark { return fileMark{path: f.path, fp: f.fp, off
 func inPlace(cfg *Config, usage *prom.Metrics, asm *session.Assembler, rd *reader, now time.Time) *snapshot {
 	snap := &snapshot{cfg: cfg, at: now, counters: usage.State(), asm: liveAssembler{asm}}
 	snap.blocks = usage.BlocksState()
-	snap.live = make([]*fileState, 0, len(rd.files))
-	for _, fs := range rd.files {
-		if fs.saved() {
-			snap.live = append(snap.live, fs)
-		}
-	}
-	slices.SortFunc(snap.live, func(a, b *fileState) int { return strings.Compare(a.path, b.path) })
+	snap.marks = tableMarks(rd)
 	return snap
 }
 
@@ -148,7 +149,7 @@ func (l liveAssembler) Head() session.State { return l.StateHead() }
 
 // saved says the state file keeps the file's watermark (a file never
 // read, or read from nothing, has none).
-func (fs *fileState) saved() bool { return fs.offset != 0 || fs.fp.Len != 0 }
+func (fs *fileState) saved() bool { return markOf(fs).saved() }
 
 // fileMark is a file's identity and watermark in a snapshot: its entry in
 // the state file, with the fingerprint as bytes (made hex a chunk at a
@@ -158,6 +159,10 @@ type fileMark struct {
 	fp     checkpoint.Fingerprint
 	offset int64
 }
+
+// saved says the state file keeps the watermark (a file never read, or
+// read from nothing, has none).
+func (m fileMark) saved() bool { return m.offset != 0 || m.fp.Len != 0 }
 
 // entries yields the file table as the state file holds it.
 func (s *snapshot) entries(yield func([]checkpoint.Entry) error) error {
@@ -171,20 +176,11 @@ func (s *snapshot) entries(yield func([]checkpoint.Entry) error) error {
 		buf = buf[:0]
 		return err
 	}
-	if s.marks != nil {
-		for _, f := range s.marks.files {
-			m := s.marks.mark(f)
-			if m.offset == 0 && m.fp.Len == 0 {
-				continue // never read, or read from nothing (saved)
-			}
+	for _, f := range s.marks.files {
+		if m := s.marks.mark(f); m.saved() {
 			if err := add(m.path, m.fp, m.offset); err != nil {
 				return err
 			}
-		}
-	}
-	for _, fs := range s.live {
-		if err := add(fs.path, fs.fp, fs.offset); err != nil {
-			return err
 		}
 	}
 	if len(buf) > 0 {
@@ -195,13 +191,7 @@ func (s *snapshot) entries(yield func([]checkpoint.Entry) error) error {
 
 // large says the snapshot is big enough that its garbage is worth a
 // collection (a history of thousands of files).
-func (s *snapshot) large() bool {
-	n := len(s.live)
-	if s.marks != nil {
-		n += len(s.marks.files)
-	}
-	return n > 2000
-}
+func (s *snapshot) large() bool { return len(s.marks.files) > 2000 }
 
 // write encodes the snapshot and writes the state file atomically; the
 // counters and the assembler state are streamed to the file after its
