@@ -1,6 +1,8 @@
 package session
 
 import (
+	"encoding/binary"
+	"errors"
 	"iter"
 	"maps"
 	"math"
@@ -115,7 +117,7 @@ func better(out, tot, bestOut, bestTot int64) bool {
 // eighth of them. A Go map alone costs 24 to 36 bytes a key, most of it
 // room to grow.
 type keySet struct {
-	old    segments[struct{}]
+	old    segments[struct{}, noVals]
 	recent map[uint64]struct{}
 }
 
@@ -140,7 +142,7 @@ func (s *keySet) add(k uint64) bool {
 	}
 	s.recent[k] = struct{}{}
 	if len(s.recent) >= mergeAt(s.old.len()) {
-		s.old.merge(slices.Sorted(maps.Keys(s.recent)), func(uint64) struct{} { return struct{}{} })
+		s.old.merge(slices.Sorted(maps.Keys(s.recent)), func(uint64) struct{} { return struct{}{} }, nil)
 		clear(s.recent)
 	}
 	return true
@@ -203,7 +205,8 @@ func search(a []uint64, k uint64) int {
 
 // doneVal is a doneReq in 32 bits a field: requests count far fewer than
 // 4 billion tokens. A request whose numbers do not fit (a damaged line)
-// is kept whole in doneIndex.wide instead.
+// is kept whole in doneIndex.wide instead. In the sorted segments it is
+// packed further (doneCodec).
 type doneVal struct {
 	counted    [6]uint32 // the Tokens fields, in order
 	out, total uint32
@@ -239,11 +242,71 @@ func (v doneVal) unpack() doneReq {
 	}
 }
 
+// doneVarints is how many varints a packed doneVal is.
+const doneVarints = 10
+
+// doneCodec packs a doneVal as ten varints: the counts, out, total and
+// the labels' index unsigned, the day zig-zag (a day before 1970 is
+// negative).
+type doneCodec struct{}
+
+func (doneCodec) append(dst []byte, v doneVal) []byte {
+	for _, n := range v.counted {
+		dst = binary.AppendUvarint(dst, uint64(n))
+	}
+	dst = binary.AppendUvarint(dst, uint64(v.out))
+	dst = binary.AppendUvarint(dst, uint64(v.total))
+	dst = binary.AppendUvarint(dst, uint64(v.lab))
+	return binary.AppendVarint(dst, int64(v.day))
+}
+
+func (doneCodec) read(b []byte) (doneVal, int) {
+	var v doneVal
+	var u [doneVarints - 1]uint64
+	i := 0
+	for k := range u {
+		n, w := binary.Uvarint(b[i:])
+		if w <= 0 {
+			panic(errPackedDone) // packed by this goroutine: cannot be damaged
+		}
+		u[k], i = n, i+w
+	}
+	day, w := binary.Varint(b[i:])
+	if w <= 0 {
+		panic(errPackedDone)
+	}
+	for k := range v.counted {
+		v.counted[k] = uint32(u[k])
+	}
+	v.out, v.total, v.lab, v.day = uint32(u[6]), uint32(u[7]), uint32(u[8]), int32(day)
+	return v, i + w
+}
+
+// size counts the bytes of ten varints: ten bytes without the
+// continuation bit.
+func (doneCodec) size(b []byte) int {
+	ends := 0
+	for i, c := range b {
+		if c < 0x80 {
+			if ends++; ends == doneVarints {
+				return i + 1
+			}
+		}
+	}
+	panic(errPackedDone)
+}
+
+var errPackedDone = errors.New("session: damaged packed request")
+
 // doneIndex maps the keys of emitted requests to what they keep, at about
-// 48 bytes a request, laid out as keySet is.
+// 30 bytes a request, laid out as keySet is.
 type doneIndex struct {
-	sorted segments[doneVal]
+	sorted segments[doneVal, doneCodec]
+	// recent holds requests not in sorted; over new values of requests
+	// in sorted (segments are never changed in place). A merge writes
+	// both into sorted.
 	recent map[uint64]doneVal
+	over   map[uint64]doneVal
 	// wide holds the requests whose numbers do not fit doneVal; it is
 	// looked up first, so a request that moved there is found there.
 	wide map[uint64]doneReq
@@ -252,6 +315,9 @@ type doneIndex struct {
 func (x *doneIndex) get(k uint64) (doneReq, bool) {
 	if d, ok := x.wide[k]; ok {
 		return d, true
+	}
+	if v, ok := x.over[k]; ok {
+		return v.unpack(), true
 	}
 	if v, ok := x.recent[k]; ok {
 		return v.unpack(), true
@@ -271,17 +337,26 @@ func (x *doneIndex) put(k uint64, d doneReq) {
 		x.wide[k] = d
 		return
 	}
-	if i, j := x.sorted.find(k); i >= 0 {
-		x.sorted.set(i, j, v)
-		return
+	if _, ok := x.recent[k]; !ok && x.sorted.has(k) {
+		if x.over == nil {
+			x.over = make(map[uint64]doneVal)
+		}
+		x.over[k] = v
+	} else {
+		if x.recent == nil {
+			x.recent = make(map[uint64]doneVal)
+		}
+		x.recent[k] = v
 	}
-	if x.recent == nil {
-		x.recent = make(map[uint64]doneVal)
-	}
-	x.recent[k] = v
-	if len(x.recent) >= mergeAt(x.sorted.len()) {
-		x.sorted.merge(slices.Sorted(maps.Keys(x.recent)), func(k uint64) doneVal { return x.recent[k] })
+	if len(x.recent)+len(x.over) >= mergeAt(x.sorted.len()) {
+		over := x.over
+		x.sorted.merge(slices.Sorted(maps.Keys(x.recent)), func(k uint64) doneVal { return x.recent[k] },
+			func(k uint64) (doneVal, bool) {
+				v, ok := over[k]
+				return v, ok
+			})
 		clear(x.recent)
+		clear(x.over)
 	}
 }
 
@@ -299,6 +374,9 @@ func (x *doneIndex) each(fn func(k uint64, d doneReq)) {
 	}
 	for k, v := range x.sorted.all() {
 		if _, ok := x.wide[k]; !ok {
+			if nv, ok := x.over[k]; ok {
+				v = nv
+			}
 			fn(k, v.unpack())
 		}
 	}

@@ -153,6 +153,22 @@ func TestDoneValueKeepsEveryCount(t *testing.T) {
 	if !ok || v.unpack() != d {
 		t.Fatalf("packed %v (%v), unpacked %+v, want %+v", v, ok, v.unpack(), d)
 	}
+	// As the sorted segments pack it: small, the largest, a day
+	// before 1970, one after another.
+	var c doneCodec
+	big := doneVal{counted: [6]uint32{math.MaxUint32, 0, math.MaxUint32, 1, 1 << 31, 127}, out: math.MaxUint32, total: 128, lab: math.MaxUint32, day: math.MinInt32}
+	neg := doneVal{day: -1}
+	b := c.append(c.append(c.append(nil, v), big), neg)
+	for _, want := range []doneVal{v, big, neg} {
+		got, n := c.read(b)
+		if got != want || c.size(b) != n {
+			t.Fatalf("doneCodec read %+v (%d bytes, size %d), want %+v", got, n, c.size(b), want)
+		}
+		b = b[n:]
+	}
+	if len(b) != 0 {
+		t.Fatalf("%d bytes left after the last value", len(b))
+	}
 	d.counted.WebSearch = 1 << 33
 	if _, ok := packDone(d); ok {
 		t.Error("a count over 32 bits was packed")

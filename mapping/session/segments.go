@@ -1,6 +1,7 @@
 package session
 
 import (
+	"bytes"
 	"iter"
 	"slices"
 )
@@ -14,33 +15,56 @@ import (
 // segment and lets each old one go as soon as it is copied, so it holds
 // one segment more than the index.
 //
-// A frozen view (Frozen) shares the segments: they are never changed in
-// place once frozen. A value changed after a freeze is changed in a copy
-// of its segment's values (set), and a merge makes new segments.
-type segments[V any] struct {
-	segs []*segment[V]
+// The values are packed (valCodec): a request's counts are small numbers,
+// and as varints they take 20 bytes where 32-bit fields took 40 (200,000
+// requests: 4 MB). A segment keeps where every valStride-th value starts,
+// so a lookup decodes at most valStride values.
+//
+// A segment is never changed once built, so a frozen view (Frozen)
+// shares them: a value that changes is kept beside the segments until the
+// next merge writes it in (doneIndex.over).
+type segments[V any, C valCodec[V]] struct {
+	segs []*segment
 	// firsts holds each segment's first key (a search finds the segment
 	// first).
 	firsts []uint64
 	n      int
-	// gen grows at every freeze; a segment made before it (its gen is
-	// lower) is shared with a frozen view.
-	gen uint32
 }
 
-type segment[V any] struct {
+type segment struct {
 	keys []uint64
-	vals []V
-	gen  uint32
+	// vals holds the values, packed one after another; offs where the
+	// values 0, valStride, 2·valStride... start (nil when values take no
+	// bytes).
+	vals []byte
+	offs []uint32
 }
+
+// valCodec packs the values of a segments: append writes v, read returns
+// the value at the start of b and its length, size only the length.
+type valCodec[V any] interface {
+	append(dst []byte, v V) []byte
+	read(b []byte) (V, int)
+	size(b []byte) int
+}
+
+// noVals is the codec of a set: no value, no bytes.
+type noVals struct{}
+
+func (noVals) append(dst []byte, _ struct{}) []byte { return dst }
+func (noVals) read([]byte) (struct{}, int)          { return struct{}{}, 0 }
+func (noVals) size([]byte) int                      { return 0 }
 
 // segmentKeys is the most keys a segment holds: small enough that a merge
 // holds little more than the index, large enough that a search finds its
 // segment in a few steps.
 const segmentKeys = 4096
 
+// valStride is how many values follow each kept offset.
+const valStride = 16
+
 // find returns where k is (segment and index), or -1, -1.
-func (s *segments[V]) find(k uint64) (int, int) {
+func (s *segments[V, C]) find(k uint64) (int, int) {
 	i, ok := slices.BinarySearch(s.firsts, k)
 	if ok {
 		return i, 0
@@ -54,73 +78,115 @@ func (s *segments[V]) find(k uint64) (int, int) {
 	return -1, -1
 }
 
-func (s *segments[V]) has(k uint64) bool {
+func (s *segments[V, C]) has(k uint64) bool {
 	i, _ := s.find(k)
 	return i >= 0
 }
 
-func (s *segments[V]) get(k uint64) (V, bool) {
+func (s *segments[V, C]) get(k uint64) (V, bool) {
 	if i, j := s.find(k); i >= 0 {
-		return s.segs[i].vals[j], true
+		return s.value(s.segs[i], j), true
 	}
 	var zero V
 	return zero, false
 }
 
-// set changes the value at (i, j), as find returned them, copying the
-// segment's values first if a frozen view holds them.
-func (s *segments[V]) set(i, j int, v V) {
-	seg := s.segs[i]
-	if seg.gen != s.gen {
-		seg = &segment[V]{keys: seg.keys, vals: slices.Clone(seg.vals), gen: s.gen}
-		s.segs[i] = seg
+// value decodes the value at index j of seg.
+func (s *segments[V, C]) value(seg *segment, j int) V {
+	var c C
+	if seg.offs == nil {
+		v, _ := c.read(nil)
+		return v
 	}
-	seg.vals[j] = v
+	b := seg.vals[seg.offs[j/valStride]:]
+	for range j % valStride {
+		b = b[c.size(b):]
+	}
+	v, _ := c.read(b)
+	return v
 }
 
 // merge adds keys, sorted and none of them present, with their values
-// (val).
-func (s *segments[V]) merge(add []uint64, val func(uint64) V) {
+// (val). over, when not nil, gives new values for keys already present.
+func (s *segments[V, C]) merge(add []uint64, val func(uint64) V, over func(uint64) (V, bool)) {
+	var c C
 	total := s.n + len(add)
-	out := segments[V]{segs: make([]*segment[V], 0, (total+segmentKeys-1)/segmentKeys), n: total, gen: s.gen}
-	var cur *segment[V]
-	emit := func(k uint64, v V) {
+	out := segments[V, C]{segs: make([]*segment, 0, (total+segmentKeys-1)/segmentKeys), n: total}
+	var cur *segment
+	// Values are packed in scratch and copied out at their size when
+	// the segment is full.
+	var scratch []byte
+	var offs []uint32
+	put := func(k uint64, packed []byte) {
 		if cur == nil {
 			size := min(segmentKeys, total-len(out.segs)*segmentKeys)
-			cur = &segment[V]{keys: make([]uint64, 0, size), vals: make([]V, 0, size), gen: s.gen}
+			cur = &segment{keys: make([]uint64, 0, size)}
+			scratch, offs = scratch[:0], offs[:0]
 		}
-		cur.keys, cur.vals = append(cur.keys, k), append(cur.vals, v)
+		if len(cur.keys)%valStride == 0 {
+			offs = append(offs, uint32(len(scratch)))
+		}
+		cur.keys = append(cur.keys, k)
+		scratch = append(scratch, packed...)
 		if len(cur.keys) == cap(cur.keys) {
+			if len(scratch) > 0 {
+				cur.vals, cur.offs = bytes.Clone(scratch), slices.Clone(offs)
+			}
 			out.segs, out.firsts = append(out.segs, cur), append(out.firsts, cur.keys[0])
 			cur = nil
 		}
 	}
+	var one []byte
+	pack := func(v V) []byte {
+		one = c.append(one[:0], v)
+		return one
+	}
 	j := 0
 	for i, seg := range s.segs {
-		for n, k := range seg.keys {
+		b := seg.vals
+		for _, k := range seg.keys {
 			for j < len(add) && add[j] < k {
-				emit(add[j], val(add[j]))
+				put(add[j], pack(val(add[j])))
 				j++
 			}
-			emit(k, seg.vals[n])
+			n := c.size(b)
+			if v, ok := lookup(over, k); ok {
+				put(k, pack(v))
+			} else {
+				put(k, b[:n])
+			}
+			b = b[n:]
 		}
 		// Copied: let it go (a frozen view may still hold it).
 		s.segs[i] = nil
 	}
 	for ; j < len(add); j++ {
-		emit(add[j], val(add[j]))
+		put(add[j], pack(val(add[j])))
 	}
 	*s = out
 }
 
-func (s *segments[V]) len() int { return s.n }
+// lookup calls over if there is one.
+func lookup[V any](over func(uint64) (V, bool), k uint64) (V, bool) {
+	if over == nil {
+		var zero V
+		return zero, false
+	}
+	return over(k)
+}
+
+func (s *segments[V, C]) len() int { return s.n }
 
 // all yields every key and value, in key order.
-func (s *segments[V]) all() iter.Seq2[uint64, V] {
+func (s *segments[V, C]) all() iter.Seq2[uint64, V] {
 	return func(yield func(uint64, V) bool) {
+		var c C
 		for _, seg := range s.segs {
-			for i, k := range seg.keys {
-				if !yield(k, seg.vals[i]) {
+			b := seg.vals
+			for _, k := range seg.keys {
+				v, n := c.read(b)
+				b = b[n:]
+				if !yield(k, v) {
 					return
 				}
 			}
@@ -128,8 +194,9 @@ func (s *segments[V]) all() iter.Seq2[uint64, V] {
 	}
 }
 
-// freeze returns a view of s that later changes to s leave alone.
-func (s *segments[V]) freeze() segments[V] {
-	s.gen++
-	return segments[V]{segs: slices.Clone(s.segs), firsts: slices.Clone(s.firsts), n: s.n, gen: s.gen}
+// freeze returns a view of s that later changes to s leave alone: the
+// segments are shared (never changed), the lists that hold them are not
+// (a merge clears them as it goes).
+func (s *segments[V, C]) freeze() segments[V, C] {
+	return segments[V, C]{segs: slices.Clone(s.segs), firsts: slices.Clone(s.firsts), n: s.n}
 }

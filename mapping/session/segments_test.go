@@ -1,26 +1,34 @@
 package session
 
 import (
+	"encoding/binary"
 	"maps"
 	"math/rand/v2"
 	"slices"
 	"testing"
 )
 
+// u64Codec packs a uint64 as a varint: values of every length.
+type u64Codec struct{}
+
+func (u64Codec) append(dst []byte, v uint64) []byte { return binary.AppendUvarint(dst, v) }
+func (u64Codec) read(b []byte) (uint64, int)        { return binary.Uvarint(b) }
+func (c u64Codec) size(b []byte) int                { _, n := c.read(b); return n }
+
 // TestSegmentsAgreeWithAMapAndFrozenViewsStayAsTheyWere: keys merged in
-// batches and values changed in place, over many segments, with views
-// frozen along the way: the live segments hold what a map holds, in key
-// order, and each frozen view what the map held when it was frozen.
+// batches and values changed by later merges, over many segments, with
+// views frozen along the way: the live segments hold what a map holds, in
+// key order, and each frozen view what the map held when it was frozen.
 func TestSegmentsAgreeWithAMapAndFrozenViewsStayAsTheyWere(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
-	var s segments[uint64]
+	var s segments[uint64, u64Codec]
 	model := map[uint64]uint64{}
 	type view struct {
-		s    segments[uint64]
+		s    segments[uint64, u64Codec]
 		want map[uint64]uint64
 	}
 	var views []view
-	check := func(name string, s *segments[uint64], want map[uint64]uint64) {
+	check := func(name string, s *segments[uint64, u64Codec], want map[uint64]uint64) {
 		t.Helper()
 		got := map[uint64]uint64{}
 		var order []uint64
@@ -53,19 +61,27 @@ func TestSegmentsAgreeWithAMapAndFrozenViewsStayAsTheyWere(t *testing.T) {
 				batch[k] = rng.Uint64()
 			}
 		}
-		s.merge(slices.Sorted(maps.Keys(batch)), func(k uint64) uint64 { return batch[k] })
-		maps.Copy(model, batch)
-		// Values changed in place.
+		// Values of present keys changed in the same merge, and in a
+		// merge of changes only: values of every varint length.
+		changed := map[uint64]uint64{}
 		for k := range model {
 			if rng.IntN(10) == 0 {
-				v := rng.Uint64()
-				i, j := s.find(k)
-				if i < 0 {
-					t.Fatalf("round %d: find(%x) = -1", round, k)
-				}
-				s.set(i, j, v)
-				model[k] = v
+				changed[k] = rng.Uint64() >> rng.IntN(64)
 			}
+		}
+		s.merge(slices.Sorted(maps.Keys(batch)), func(k uint64) uint64 { return batch[k] },
+			func(k uint64) (uint64, bool) { v, ok := changed[k]; return v, ok })
+		maps.Copy(model, batch)
+		maps.Copy(model, changed)
+		if round%2 == 0 {
+			clear(changed)
+			for k := range model {
+				if rng.IntN(20) == 0 {
+					changed[k] = rng.Uint64() >> rng.IntN(64)
+				}
+			}
+			s.merge(nil, nil, func(k uint64) (uint64, bool) { v, ok := changed[k]; return v, ok })
+			maps.Copy(model, changed)
 		}
 		if round%3 == 1 {
 			views = append(views, view{s.freeze(), maps.Clone(model)})
@@ -76,9 +92,9 @@ func TestSegmentsAgreeWithAMapAndFrozenViewsStayAsTheyWere(t *testing.T) {
 		check("frozen view", &views[i].s, views[i].want)
 	}
 	// Keys at the ends of the range and at segment boundaries.
-	var b segments[uint64]
+	var b segments[uint64, u64Codec]
 	edge := []uint64{0, 1, 1 << 63, ^uint64(0) - 1, ^uint64(0)}
-	b.merge(edge, func(k uint64) uint64 { return k })
+	b.merge(edge, func(k uint64) uint64 { return k }, nil)
 	for _, k := range edge {
 		if v, ok := b.get(k); !ok || v != k {
 			t.Errorf("edge key %x: %d, %v", k, v, ok)
