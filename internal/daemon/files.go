@@ -101,7 +101,11 @@ type reader struct {
 	// decOpts configures the decode workers.
 	decOpts transcript.Options
 	planner tail.Planner
-	files   map[string]*fileState
+	// files is the file table, in path order (strings.Compare): a
+	// lookup is a search, a scan's sorted list is matched in one pass,
+	// and a state write lists it as it is. As a map it cost 34 bytes a
+	// file more (100,000 files: 3.4 MB).
+	files []*fileState
 	// gen counts the scans synced (see sync).
 	gen uint32
 	// restored holds saved watermarks for files not yet scanned.
@@ -149,7 +153,6 @@ func newReader(cfg *Config, log *slog.Logger, self *prom.Self, asm *session.Asse
 		self:     self,
 		asm:      asm,
 		decOpts:  decOpts,
-		files:    map[string]*fileState{},
 		restored: map[string]checkpoint.Entry{},
 		now:      now,
 		batches:  make(chan []transcript.Record, 2*workers()),
@@ -165,10 +168,19 @@ func newReader(cfg *Config, log *slog.Logger, self *prom.Self, asm *session.Asse
 func (r *reader) sync(found []discover.File, visit func(*fileState, discover.File)) {
 	r.gen++
 	marked := 0
+	// A scan lists paths in order, as the table holds them: the entry
+	// of the next path is nearly always the one after the last.
+	next := 0
 	for _, fi := range found {
-		f := r.add(fi.Path)
-		if f == nil {
-			continue
+		var f *fileState
+		if next < len(r.files) && r.files[next].path == fi.Path {
+			f = r.files[next]
+			next++
+		} else {
+			if f = r.add(fi.Path); f == nil {
+				continue
+			}
+			next = r.index(f.path) + 1
 		}
 		if f.seen != r.gen {
 			f.seen = r.gen
@@ -179,20 +191,40 @@ func (r *reader) sync(found []discover.File, visit func(*fileState, discover.Fil
 		}
 	}
 	if marked != len(r.files) {
-		for p, f := range r.files {
-			if f.seen != r.gen {
-				r.drop(p)
-			}
+		n := len(r.files)
+		r.files = slices.DeleteFunc(r.files, func(f *fileState) bool { return f.seen != r.gen })
+		if len(r.files) != n {
+			r.version.Add(1)
 		}
 	}
 	r.self.FilesWatched.Set(float64(len(r.files)))
 }
 
+// find returns the entry of path p, or nil.
+func (r *reader) find(p string) *fileState {
+	if i, ok := r.search(p); ok {
+		return r.files[i]
+	}
+	return nil
+}
+
+// search returns where p is in the table, or where it would go.
+func (r *reader) search(p string) (int, bool) {
+	return slices.BinarySearchFunc(r.files, p, func(f *fileState, p string) int { return strings.Compare(f.path, p) })
+}
+
+// index returns where the entry of path p is (it must be there).
+func (r *reader) index(p string) int {
+	i, _ := r.search(p)
+	return i
+}
+
 // add registers a transcript file if it is new and returns it (nil when
 // the path is under no root's projects/ dir).
 func (r *reader) add(p string) *fileState {
-	if f, ok := r.files[p]; ok {
-		return f
+	i, ok := r.search(p)
+	if ok {
+		return r.files[i]
 	}
 	rel, ok := r.relOf(p)
 	if !ok {
@@ -210,7 +242,7 @@ func (r *reader) add(p string) *fileState {
 		}
 		delete(r.restored, p)
 	}
-	r.files[p] = f
+	r.files = slices.Insert(r.files, i, f)
 	r.version.Add(1)
 	r.self.FilesWatched.Set(float64(len(r.files)))
 	return f
@@ -279,16 +311,17 @@ func (r *reader) source(f *fileState) session.Source {
 
 // drop forgets a file that was removed; its counts stay.
 func (r *reader) drop(p string) {
-	delete(r.files, p)
+	i, ok := r.search(p)
+	if !ok {
+		return
+	}
+	r.files = slices.Delete(r.files, i, i+1)
 	r.version.Add(1)
 	r.self.FilesWatched.Set(float64(len(r.files)))
 }
 
 func (r *reader) sorted() []*fileState {
-	out := make([]*fileState, 0, len(r.files))
-	for _, f := range r.files {
-		out = append(out, f)
-	}
+	out := slices.Clone(r.files)
 	sortForRead(out)
 	r.self.FilesWatched.Set(float64(len(out)))
 	return out

@@ -2,7 +2,6 @@ package daemon
 
 import (
 	"log/slog"
-	"maps"
 	"path/filepath"
 	"runtime"
 	"slices"
@@ -56,6 +55,16 @@ func TestSyncKeepsFoundFilesAddsNewOnesAndDropsVanishedOnes(t *testing.T) {
 			before: []string{"-p/a.jsonl", "-q/s/subagents/agent-1.jsonl"},
 			scans:  [][]string{nil},
 			want:   nil},
+		{name: "a new file between two known ones",
+			before:  []string{"-p/a.jsonl", "-p/c.jsonl", "-q/s/subagents/agent-1.jsonl"},
+			scans:   [][]string{{"-p/a.jsonl", "-p/b.jsonl", "-p/c.jsonl", "-p/c/subagents/agent-2.jsonl", "-q/s/subagents/agent-1.jsonl"}},
+			want:    []string{"-p/a.jsonl", "-p/b.jsonl", "-p/c.jsonl", "-p/c/subagents/agent-2.jsonl", "-q/s/subagents/agent-1.jsonl"},
+			offsets: map[string]int64{"-p/a.jsonl": 10, "-p/b.jsonl": 0, "-p/c.jsonl": 10, "-p/c/subagents/agent-2.jsonl": 0, "-q/s/subagents/agent-1.jsonl": 10}},
+		{name: "a scan out of path order finds each file all the same",
+			before:  []string{"-p/a.jsonl", "-p/b.jsonl"},
+			scans:   [][]string{{"-p/c.jsonl", "-p/b.jsonl", "-p/a.jsonl"}},
+			want:    []string{"-p/a.jsonl", "-p/b.jsonl", "-p/c.jsonl"},
+			offsets: map[string]int64{"-p/a.jsonl": 10, "-p/b.jsonl": 10, "-p/c.jsonl": 0}},
 		{name: "a new file takes its saved watermark",
 			restored: []string{"-p/a.jsonl"},
 			scans:    [][]string{{"-p/a.jsonl", "-p/b.jsonl"}},
@@ -92,11 +101,17 @@ func TestSyncKeepsFoundFilesAddsNewOnesAndDropsVanishedOnes(t *testing.T) {
 			for _, rel := range tt.want {
 				want = append(want, abs(rel))
 			}
-			if got := slices.Sorted(maps.Keys(rd.files)); !slices.Equal(got, want) {
+			// The table is in path order as it is (lookups search it).
+			var got []string
+			for _, f := range rd.files {
+				got = append(got, f.path)
+			}
+			slices.Sort(want)
+			if !slices.Equal(got, want) {
 				t.Errorf("table = %q, want %q", got, want)
 			}
 			for rel, off := range tt.offsets {
-				if f := rd.files[abs(rel)]; f == nil || f.offset != off {
+				if f := rd.find(abs(rel)); f == nil || f.offset != off {
 					t.Errorf("%s: %+v, want offset %d", rel, f, off)
 				}
 			}
@@ -144,7 +159,7 @@ func TestSyncReadsAFileWithADamagedSavedFingerprintFromTheStart(t *testing.T) {
 		e.Path, e.Counted = p, 20
 		rd.restored[p] = e
 		rd.sync([]discover.File{{Path: p, Size: 30}}, nil)
-		if f := rd.files[p]; f == nil || f.offset != 0 || f.verify || f.fp.Len != 0 {
+		if f := rd.find(p); f == nil || f.offset != 0 || f.verify || f.fp.Len != 0 {
 			t.Errorf("%+v: entry %+v, want offset 0 and no fingerprint", e, f)
 		}
 		if got := testutil.ToFloat64(self.FilesReread); got != 1 {

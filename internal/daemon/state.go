@@ -11,7 +11,6 @@ import (
 	"path/filepath"
 	"runtime/debug"
 	"slices"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -82,12 +81,7 @@ func takeSnapshot(cfg *Config, usage *prom.Metrics, asm *session.Assembler, rd *
 // tableMarks lists the reader's entries in path order, read as they are
 // (done: nothing is kept).
 func tableMarks(rd *reader) *fileMarks {
-	m := &fileMarks{files: make([]*fileState, 0, len(rd.files)), done: true}
-	for _, fs := range rd.files {
-		m.files = append(m.files, fs)
-	}
-	slices.SortFunc(m.files, func(a, b *fileState) int { return strings.Compare(a.path, b.path) })
-	return m
+	return &fileMarks{files: slices.Clone(rd.files), done: true}
 }
 
 // fileMarks is the file table as a write in flight sees it: the entries
