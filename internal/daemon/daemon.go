@@ -210,8 +210,11 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger, stdout io.Writer)
 		RescanInterval:        cfg.RescanInterval,
 		WatchedRescanInterval: cfg.WatchedRescanInterval,
 		PollOnly:              cfg.PollOnly,
-		Logger:                logger.With("component", "discover"),
-		Now:                   now,
+		// Scans run on the pipeline goroutine: they take the file
+		// table's strings for the paths it holds.
+		Path:   rd.pathOf,
+		Logger: logger.With("component", "discover"),
+		Now:    now,
 	})
 	if err != nil {
 		return fmt.Errorf("watch claude dirs: %w", err)

@@ -106,6 +106,8 @@ type reader struct {
 	// and a state write lists it as it is. As a map it cost 34 bytes a
 	// file more (100,000 files: 3.4 MB).
 	files []*fileState
+	// cursor is where pathOf looks first (scans ask in path order).
+	cursor int
 	// gen counts the scans synced (see sync).
 	gen uint32
 	// restored holds saved watermarks for files not yet scanned.
@@ -198,6 +200,33 @@ func (r *reader) sync(found []discover.File, visit func(*fileState, discover.Fil
 		}
 	}
 	r.self.FilesWatched.Set(float64(len(r.files)))
+}
+
+// pathOf returns the table's string for path b when the table holds it,
+// else a new string (discover.Config.Path: a rescan builds no string for
+// a file it already knows, and the walk keeps none of its own). A scan
+// asks in path order, on the pipeline goroutine, so the entry after the
+// last one found is nearly always the one.
+func (r *reader) pathOf(b []byte) string {
+	if c := r.cursor; c < len(r.files) && r.files[c].path == string(b) {
+		r.cursor++
+		return r.files[c].path
+	}
+	i, ok := slices.BinarySearchFunc(r.files, b, func(f *fileState, b []byte) int {
+		switch {
+		case f.path < string(b):
+			return -1
+		case f.path > string(b):
+			return 1
+		}
+		return 0
+	})
+	r.cursor = i
+	if ok {
+		r.cursor++
+		return r.files[i].path
+	}
+	return string(b)
 }
 
 // find returns the entry of path p, or nil.

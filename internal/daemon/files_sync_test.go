@@ -210,3 +210,35 @@ func TestFileEntryFitsA112ByteSizeClass(t *testing.T) {
 		t.Errorf("fileState is %d bytes, want at most 112", n)
 	}
 }
+
+// TestPathOfGivesTheTablesOwnStrings: the strings a scan takes for its
+// paths (discover.Config.Path) are the table's own for the files it holds,
+// whether asked in path order or not, and new ones for the others.
+func TestPathOfGivesTheTablesOwnStrings(t *testing.T) {
+	root := t.TempDir()
+	cfg := &Config{ClaudeDirs: []string{root}}
+	rd := newReader(cfg, slog.New(slog.DiscardHandler), prom.NewSelf(prometheus.NewRegistry()), nil, transcript.Options{}, time.Now)
+	abs := func(rel string) string { return filepath.Join(root, "projects", filepath.FromSlash(rel)) }
+	for _, rel := range []string{"-p/a.jsonl", "-p/c.jsonl", "-p/e.jsonl"} {
+		rd.add(abs(rel))
+	}
+	for _, order := range [][]string{
+		{"-p/a.jsonl", "-p/b.jsonl", "-p/c.jsonl", "-p/d.jsonl", "-p/e.jsonl", "-p/f.jsonl"},
+		{"-p/e.jsonl", "-p/0.jsonl", "-p/a.jsonl", "-p/e.jsonl", "-p/c.jsonl"},
+	} {
+		for _, rel := range order {
+			p := abs(rel)
+			got := rd.pathOf([]byte(p))
+			if got != p {
+				t.Fatalf("pathOf(%s) = %s", p, got)
+			}
+			f := rd.find(p)
+			if own := f != nil && unsafe.StringData(got) == unsafe.StringData(f.path); own != (f != nil) {
+				t.Errorf("pathOf(%s): the table's own string %v, want %v", rel, own, f != nil)
+			}
+		}
+	}
+	if len(rd.files) != 3 {
+		t.Errorf("the table holds %d files: pathOf must not add any", len(rd.files))
+	}
+}

@@ -53,6 +53,13 @@ type Config struct {
 	// PollOnly disables fsnotify entirely (--tail.poll-only): for NFS,
 	// FUSE and Docker Desktop mounts where change events do not arrive.
 	PollOnly bool
+	// Path, when set, returns the string of a found file's path (b is
+	// valid only during the call): a caller that keeps the paths of the
+	// last scan returns its own string, so that a rescan builds no string
+	// for a file it already knows and nothing here holds them twice. It
+	// is called from Scan, in path order. Nil builds a new string each
+	// time.
+	Path func(b []byte) string
 	// Logger receives warnings (watch limit reached, watcher errors); the
 	// caller adds the component attribute. Nil discards.
 	Logger *slog.Logger
@@ -138,6 +145,7 @@ type Stats struct {
 type Watcher struct {
 	roots    []string
 	match    func(string) bool
+	pathOf   func([]byte) string
 	interval time.Duration
 	// watchedInterval is the period while the watches cover everything.
 	watchedInterval time.Duration
@@ -154,10 +162,7 @@ type Watcher struct {
 	scanMu sync.Mutex // serialises Scan; guards the three below
 	// desired is the watchable directories the current Scan found (kept
 	// between scans to reuse its memory).
-	desired map[string]bool
-	// known holds, per root, the file paths the last Scan found, in walk
-	// order: the next Scan reuses these strings.
-	known     [][]string
+	desired   map[string]bool
 	lastCount int
 
 	mu      sync.Mutex // guards everything below
@@ -196,6 +201,7 @@ func New(cfg Config) (*Watcher, error) {
 	}
 	w := &Watcher{
 		match:           cfg.Match,
+		pathOf:          cfg.Path,
 		interval:        cfg.RescanInterval,
 		watchedInterval: cfg.WatchedRescanInterval,
 		log:             cfg.Logger,

@@ -32,27 +32,21 @@ func (w *Watcher) Scan() ([]File, error) {
 
 	if w.desired == nil {
 		w.desired = map[string]bool{}
-		w.known = make([][]string, len(w.roots))
 	}
 	clear(w.desired)
 	files := make([]File, 0, w.lastCount)
 	var errs []error
 	blind := false
-	for i, root := range w.roots {
+	for _, root := range w.roots {
 		projects := filepath.Join(root, "projects")
 		fi, err := os.Stat(projects)
 		switch {
 		case err == nil && fi.IsDir():
-			start := len(files)
-			wk := walker{w: w, desired: w.desired, known: w.known[i],
+			wk := walker{w: w, desired: w.desired,
 				file: func(f File) { files = append(files, f) }}
 			wk.walk(projects, nil)
 			errs = append(errs, wk.errs...)
 			blind = blind || wk.blind
-			w.known[i] = w.known[i][:0]
-			for _, f := range files[start:] {
-				w.known[i] = append(w.known[i], f.Path)
-			}
 			continue
 		case err == nil || errors.Is(err, fs.ErrNotExist):
 			// Claude Code creates projects/ later: watch the root for it.
@@ -69,7 +63,6 @@ func (w *Watcher) Scan() ([]File, error) {
 			errs = append(errs, err)
 			blind = true
 		}
-		w.known[i] = w.known[i][:0]
 	}
 	w.unwatchStale(w.desired, startSeq)
 
@@ -111,11 +104,6 @@ type walker struct {
 	// file is called for every matching regular file, in path order.
 	file func(File)
 	errs []error
-	// known holds the previous walk's file paths in order; a path found
-	// again reuses its string instead of building a new one. pos is the
-	// first one not passed yet.
-	known []string
-	pos   int
 	// blind is set when a matching file was found in a directory without
 	// a watch, or a watchable directory could not be watched.
 	blind bool
@@ -218,17 +206,12 @@ func (wk *walker) join(dir, name string) []byte {
 	return wk.buf
 }
 
-// path returns dir/name as a string, the previous walk's when it found
-// the same path (walks visit paths in order, so the cursor only moves
-// forward).
+// path returns dir/name as a string: the caller's own (Config.Path), or
+// a new one.
 func (wk *walker) path(dir, name string) string {
 	b := wk.join(dir, name)
-	for wk.pos < len(wk.known) && wk.known[wk.pos] < string(b) {
-		wk.pos++
-	}
-	if wk.pos < len(wk.known) && wk.known[wk.pos] == string(b) {
-		wk.pos++
-		return wk.known[wk.pos-1]
+	if wk.w.pathOf != nil {
+		return wk.w.pathOf(b)
 	}
 	return string(b)
 }

@@ -5,7 +5,9 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
+	"unsafe"
 )
 
 // walkReference lists what Scan must return for one root, the simple way:
@@ -65,7 +67,6 @@ func TestScanListsPathsInOrderWhateverTheNames(t *testing.T) {
 				t.Fatalf("reference walk found %d files, want %d", len(want), len(tt.files))
 			}
 			w := newTestWatcher(t, Config{Roots: []string{root}, PollOnly: true})
-			// The second scan reuses the first one's paths.
 			for i := range 2 {
 				if got := paths(mustScan(t, w)); !slices.Equal(got, want) {
 					t.Errorf("scan %d:\n got %q\nwant %q", i, got, want)
@@ -143,6 +144,41 @@ func TestScanOfOverlappingRootsIsSortedWithoutDuplicates(t *testing.T) {
 	for i := range 2 {
 		if got := paths(mustScan(t, w)); !slices.Equal(got, want) {
 			t.Errorf("scan %d:\n got %q\nwant %q", i, got, want)
+		}
+	}
+}
+
+// TestScanTakesTheCallersPathStrings: with Config.Path, every found path
+// is asked for once, in path order, and the file carries the string the
+// caller returned (its own, for a path it keeps), not a copy.
+func TestScanTakesTheCallersPathStrings(t *testing.T) {
+	root := t.TempDir()
+	for _, rel := range []string{"-p/b.jsonl", "-p/a.jsonl", "-p/a/subagents/agent-1.jsonl", "-q/c.jsonl"} {
+		writeFile(t, filepath.Join(root, "projects", filepath.FromSlash(rel)), "{}\n")
+	}
+	want := walkReference(t, root)
+	kept := map[string]string{} // the caller's own strings
+	for _, p := range want[:2] {
+		kept[p] = strings.Clone(p)
+	}
+	var asked []string
+	w := newTestWatcher(t, Config{Roots: []string{root}, PollOnly: true, Path: func(b []byte) string {
+		asked = append(asked, string(b))
+		if s, ok := kept[string(b)]; ok {
+			return s
+		}
+		return string(b)
+	}})
+	for scan := range 2 {
+		asked = asked[:0]
+		files := mustScan(t, w)
+		if got := paths(files); !slices.Equal(got, want) || !slices.Equal(asked, want) {
+			t.Fatalf("scan %d: found %q, asked %q; want %q", scan, got, asked, want)
+		}
+		for _, f := range files {
+			if s, ok := kept[f.Path]; ok && unsafe.StringData(s) != unsafe.StringData(f.Path) {
+				t.Errorf("scan %d: %s is a copy, not the caller's string", scan, f.Path)
+			}
 		}
 	}
 }
