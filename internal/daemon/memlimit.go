@@ -26,7 +26,9 @@ import (
 // files (a live heap of about 48 MiB after the backfill, 55 during it)
 // the peak resident size was 93 MiB at the end of the backfill and 103
 // once requests were appended, against 108 and 125 with the default
-// pacing (BENCH_STEPS=memory bench/run.sh).
+// pacing (BENCH_STEPS=memory bench/run.sh, eb97213; with the smaller
+// index and file table of 35d2cf5, a live heap of about 40 MiB after the
+// backfill, 86 and 94 MiB).
 //
 // (A soft limit that follows the live heap was tried first: the limit
 // counts all of the runtime's memory, not only the heap, so at 100,000
