@@ -93,8 +93,8 @@ func (f *Frozen) EachSeenKey(n int, fn func([]uint64) error) error {
 }
 
 // freeze returns a view of x that later changes to x leave alone: the
-// sorted segments are shared (x copies a segment's values before changing
-// one in place), the maps copied.
+// sorted segments are shared (never changed: a new value waits in over
+// until a merge replaces them), the maps copied.
 func (x *doneIndex) freeze() doneIndex {
 	return doneIndex{sorted: x.sorted.freeze(), recent: maps.Clone(x.recent), over: maps.Clone(x.over), wide: maps.Clone(x.wide)}
 }
