@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -26,8 +27,6 @@ import (
 // fileState is what the pipeline knows of one transcript file.
 type fileState struct {
 	path string
-	// meta is the subagent's .meta.json (nil: none).
-	meta *subagentMeta
 	// offset: everything before it has been processed.
 	offset int64
 	// id, size and mtime (Unix nanoseconds) are from the file's last
@@ -50,7 +49,8 @@ type fileState struct {
 	kind    session.SourceKind
 	statted bool
 	verify  bool
-	// metaRead says the subagent .meta.json was looked for.
+	// metaRead says the subagent .meta.json was looked for (what it
+	// holds is in reader.metas).
 	metaRead bool
 	// warnedUsage says a rejected usage in this file was logged (once
 	// per file; the rest are only counted).
@@ -62,7 +62,8 @@ type fileState struct {
 
 // The table holds an entry per transcript for as long as the daemon runs,
 // so its size is the daemon's at 100,000 files: fields are ordered and
-// typed to fit a 112-byte size class (was 208).
+// typed to fit a 96-byte size class (was 208, then 112; the few subagents'
+// .meta.json are in reader.metas, the device and inode one hash).
 
 // modTime returns the mtime of the file's last stat.
 func (f *fileState) modTime() time.Time { return time.Unix(0, f.mtime) }
@@ -126,9 +127,16 @@ type reader struct {
 	between func()
 	// src is the source of srcOf, the file of the last record, made with
 	// srcMeta (record).
-	src     session.Source
-	srcOf   *fileState
-	srcMeta *subagentMeta
+	src    session.Source
+	srcOf  *fileState
+	srcGen uint64
+	// metas holds the .meta.json of the subagent files that have one;
+	// the goroutine that opens files adds to it (readMeta) while the
+	// pipeline reads it (source): metaMu guards it. metaGen grows at
+	// every addition, so that record makes the source again.
+	metaMu  sync.Mutex
+	metas   map[*fileState]*subagentMeta
+	metaGen atomic.Uint64
 	// batches recycles decoded record batches across reads.
 	batches chan []transcript.Record
 	// fpScratch is prepare's fingerprint buffer (the feeder's: one read
@@ -194,7 +202,13 @@ func (r *reader) sync(found []discover.File, visit func(*fileState, discover.Fil
 	}
 	if marked != len(r.files) {
 		n := len(r.files)
-		r.files = slices.DeleteFunc(r.files, func(f *fileState) bool { return f.seen != r.gen })
+		r.files = slices.DeleteFunc(r.files, func(f *fileState) bool {
+			if f.seen != r.gen {
+				r.forget(f)
+				return true
+			}
+			return false
+		})
 		if len(r.files) != n {
 			r.version.Add(1)
 		}
@@ -332,10 +346,32 @@ func (r *reader) sessionID(f *fileState) string {
 // subagent's .meta.json.
 func (r *reader) source(f *fileState) session.Source {
 	src := session.ClassifySource(r.rel(f))
-	if m := f.meta; m != nil {
+	if m := r.meta(f); m != nil {
 		src.AgentType, src.Description, src.ToolUseID = m.AgentType, m.Description, m.ToolUseID
 	}
 	return src
+}
+
+// meta returns the .meta.json of f (nil: none).
+func (r *reader) meta(f *fileState) *subagentMeta {
+	r.metaMu.Lock()
+	defer r.metaMu.Unlock()
+	return r.metas[f]
+}
+
+// setMeta keeps the .meta.json of f (nil forgets it).
+func (r *reader) setMeta(f *fileState, m *subagentMeta) {
+	r.metaMu.Lock()
+	defer r.metaMu.Unlock()
+	if m == nil {
+		delete(r.metas, f)
+		return
+	}
+	if r.metas == nil {
+		r.metas = map[*fileState]*subagentMeta{}
+	}
+	r.metas[f] = m
+	r.metaGen.Add(1)
 }
 
 // drop forgets a file that was removed; its counts stay.
@@ -344,9 +380,17 @@ func (r *reader) drop(p string) {
 	if !ok {
 		return
 	}
+	r.forget(r.files[i])
 	r.files = slices.Delete(r.files, i, i+1)
 	r.version.Add(1)
 	r.self.FilesWatched.Set(float64(len(r.files)))
+}
+
+// forget drops what is kept of f outside its entry.
+func (r *reader) forget(f *fileState) {
+	if f.metaRead {
+		r.setMeta(f, nil)
+	}
 }
 
 func (r *reader) sorted() []*fileState {
@@ -420,7 +464,7 @@ func (r *reader) readMeta(f *fileState) {
 		return
 	}
 	if m != (subagentMeta{}) {
-		f.meta = &m
+		r.setMeta(f, &m)
 	}
 	f.metaRead = true
 }
@@ -515,12 +559,12 @@ func (r *reader) record(f *fileState, rec *transcript.Record, now time.Time) {
 	if r.window != nil {
 		r.window.see(rec.SessionID, f.modTime())
 	}
-	if r.srcOf != f || r.srcMeta != f.meta {
+	if gen := r.metaGen.Load(); r.srcOf != f || r.srcGen != gen {
 		// Records come file by file: the source is made once per run of
-		// them (and again if the file's .meta.json was read since; it is
-		// read on the goroutine that opens files, before the file's
-		// lines are handed over).
-		r.src, r.srcOf, r.srcMeta = r.source(f), f, f.meta
+		// them (and again if a .meta.json was read since; it is read on
+		// the goroutine that opens files, before the file's lines are
+		// handed over).
+		r.src, r.srcOf, r.srcGen = r.source(f), f, gen
 	}
 	r.asm.Add(&r.src, rec, now)
 }
