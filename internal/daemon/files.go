@@ -62,7 +62,7 @@ type fileState struct {
 
 // The table holds an entry per transcript for as long as the daemon runs,
 // so its size is the daemon's at 100,000 files: fields are ordered and
-// typed to fit a 96-byte size class (was 208, then 112; the few subagents'
+// typed to fit a 96-byte size class on Unix (was 208, then 112; the few subagents'
 // .meta.json are in reader.metas, the device and inode one hash).
 
 // modTime returns the mtime of the file's last stat.
@@ -125,8 +125,8 @@ type reader struct {
 	// between, when set, runs between two groups of a long read (the
 	// backfill flushes there; see readFiles).
 	between func()
-	// src is the source of srcOf, the file of the last record, made with
-	// srcMeta (record).
+	// src is the source of srcOf, the file of the last record, made at
+	// metaGen srcGen (record).
 	src    session.Source
 	srcOf  *fileState
 	srcGen uint64

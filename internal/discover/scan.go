@@ -42,7 +42,7 @@ func (w *Watcher) Scan() ([]File, error) {
 		fi, err := os.Stat(projects)
 		switch {
 		case err == nil && fi.IsDir():
-			wk := walker{w: w, desired: w.desired,
+			wk := walker{w: w, desired: w.desired, pathOf: w.pathOf,
 				file: func(f File) { files = append(files, f) }}
 			wk.walk(projects, nil)
 			errs = append(errs, wk.errs...)
@@ -103,7 +103,10 @@ type walker struct {
 	desired map[string]bool
 	// file is called for every matching regular file, in path order.
 	file func(File)
-	errs []error
+	// pathOf is Config.Path in a Scan's walks; nil in the watcher's
+	// walks of new directories, which run on its own goroutine.
+	pathOf func([]byte) string
+	errs   []error
 	// blind is set when a matching file was found in a directory without
 	// a watch, or a watchable directory could not be watched.
 	blind bool
@@ -206,12 +209,12 @@ func (wk *walker) join(dir, name string) []byte {
 	return wk.buf
 }
 
-// path returns dir/name as a string: the caller's own (Config.Path), or
-// a new one.
+// path returns dir/name as a string: the caller's own (Config.Path, in a
+// Scan), or a new one.
 func (wk *walker) path(dir, name string) string {
 	b := wk.join(dir, name)
-	if wk.w.pathOf != nil {
-		return wk.w.pathOf(b)
+	if wk.pathOf != nil {
+		return wk.pathOf(b)
 	}
 	return string(b)
 }

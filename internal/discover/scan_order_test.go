@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"unsafe"
 )
@@ -180,5 +181,42 @@ func TestScanTakesTheCallersPathStrings(t *testing.T) {
 				t.Errorf("scan %d: %s is a copy, not the caller's string", scan, f.Path)
 			}
 		}
+	}
+}
+
+// TestWatcherWalksOfNewDirectoriesLeaveConfigPathAlone: a directory that
+// appears is walked on the watcher's own goroutine, which must not call
+// Config.Path (the daemon's answers it from its file table, on the
+// pipeline goroutine): only Scan does.
+func TestWatcherWalksOfNewDirectoriesLeaveConfigPathAlone(t *testing.T) {
+	root := t.TempDir()
+	projects := filepath.Join(root, "projects")
+	mkdir(t, projects)
+	var inScan, outside atomic.Int32
+	w := newTestWatcher(t, Config{Roots: []string{root}, Path: func(b []byte) string {
+		if inScan.Load() == 0 {
+			outside.Add(1)
+		}
+		return string(b)
+	}})
+	scan := func() []File {
+		inScan.Store(1)
+		defer inScan.Store(0)
+		return mustScan(t, w)
+	}
+	scan()
+	// A project directory moved in whole, its transcript already inside.
+	staged := filepath.Join(root, "staging", "-new")
+	writeFile(t, filepath.Join(staged, "s.jsonl"), "{}\n")
+	if err := os.Rename(staged, filepath.Join(projects, "-new")); err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(projects, "-new", "s.jsonl")
+	waitEvent(t, w, p, Changed)
+	if n := outside.Load(); n != 0 {
+		t.Errorf("Config.Path called %d times outside Scan", n)
+	}
+	if got := paths(scan()); !slices.Equal(got, []string{p}) {
+		t.Errorf("scan after the move: %q", got)
 	}
 }
