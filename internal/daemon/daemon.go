@@ -210,12 +210,8 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger, stdout io.Writer)
 		RescanInterval:        cfg.RescanInterval,
 		WatchedRescanInterval: cfg.WatchedRescanInterval,
 		PollOnly:              cfg.PollOnly,
-		// Scans run on the pipeline goroutine (Path is called only
-		// from Scan): they take the file table's strings for the paths
-		// it holds.
-		Path:   rd.pathOf,
-		Logger: logger.With("component", "discover"),
-		Now:    now,
+		Logger:                logger.With("component", "discover"),
+		Now:                   now,
 	})
 	if err != nil {
 		return fmt.Errorf("watch claude dirs: %w", err)

@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"io"
@@ -26,7 +27,10 @@ import (
 
 // fileState is what the pipeline knows of one transcript file.
 type fileState struct {
-	path string
+	// dir is the file's directory, shared with its siblings' entries
+	// (or its own, holding its whole path, when nameKind is nameWhole),
+	// name its name packed (paths.go): path() makes the path.
+	dir *dirEntry
 	// offset: everything before it has been processed.
 	offset int64
 	// id, size and mtime (Unix nanoseconds) are from the file's last
@@ -39,13 +43,12 @@ type fileState struct {
 	// next read (after a restore).
 	fp checkpoint.Fingerprint
 	// seen is the generation of the last scan that found the file.
-	seen uint32
-	// relAt is where the path under projects/ starts in path (0: it is
-	// not a substring of path; reader.rel works it out). What
-	// session.ClassifySource tells of it is made when needed: kept in
-	// every entry, a whole Source was half the table (100,000 files:
-	// 13 MB). kind is kept for sorting.
-	relAt   uint16
+	seen     uint32
+	name     [16]byte
+	nameKind uint8
+	// What session.ClassifySource tells of the path under projects/ is
+	// made when needed: kept in every entry, a whole Source was half the
+	// table (100,000 files: 13 MB). kind is kept for sorting.
 	kind    session.SourceKind
 	statted bool
 	verify  bool
@@ -62,8 +65,11 @@ type fileState struct {
 
 // The table holds an entry per transcript for as long as the daemon runs,
 // so its size is the daemon's at 100,000 files: fields are ordered and
-// typed to fit a 96-byte size class on Unix (was 208, then 112; the few subagents'
-// .meta.json are in reader.metas, the device and inode one hash).
+// typed to fit a 112-byte size class on Unix, with its path's share of
+// its directory and its packed name (was 208, then 112 and 96 with the
+// path as a string of its own, 80 bytes more in the bench's trees; the
+// few subagents' .meta.json are in reader.metas, the device and inode
+// one hash).
 
 // modTime returns the mtime of the file's last stat.
 func (f *fileState) modTime() time.Time { return time.Unix(0, f.mtime) }
@@ -107,8 +113,8 @@ type reader struct {
 	// and a state write lists it as it is. As a map it cost 34 bytes a
 	// file more (100,000 files: 3.4 MB).
 	files []*fileState
-	// cursor is where pathOf looks first (scans ask in path order).
-	cursor int
+	// dirs interns the directories of the table's entries (paths.go).
+	dirs map[string]*dirEntry
 	// gen counts the scans synced (see sync).
 	gen uint32
 	// restored holds saved watermarks for files not yet scanned.
@@ -183,14 +189,14 @@ func (r *reader) sync(found []discover.File, visit func(*fileState, discover.Fil
 	next := 0
 	for _, fi := range found {
 		var f *fileState
-		if next < len(r.files) && r.files[next].path == fi.Path {
+		if next < len(r.files) && r.files[next].comparePath(fi.Path) == 0 {
 			f = r.files[next]
 			next++
 		} else {
 			if f = r.add(fi.Path); f == nil {
 				continue
 			}
-			next = r.index(f.path) + 1
+			next = r.index(fi.Path) + 1
 		}
 		if f.seen != r.gen {
 			f.seen = r.gen
@@ -216,33 +222,6 @@ func (r *reader) sync(found []discover.File, visit func(*fileState, discover.Fil
 	r.self.FilesWatched.Set(float64(len(r.files)))
 }
 
-// pathOf returns the table's string for path b when the table holds it,
-// else a new string (discover.Config.Path: a rescan builds no string for
-// a file it already knows, and the walk keeps none of its own). A scan
-// asks in path order, on the pipeline goroutine, so the entry after the
-// last one found is nearly always the one.
-func (r *reader) pathOf(b []byte) string {
-	if c := r.cursor; c < len(r.files) && r.files[c].path == string(b) {
-		r.cursor++
-		return r.files[c].path
-	}
-	i, ok := slices.BinarySearchFunc(r.files, b, func(f *fileState, b []byte) int {
-		switch {
-		case f.path < string(b):
-			return -1
-		case f.path > string(b):
-			return 1
-		}
-		return 0
-	})
-	r.cursor = i
-	if ok {
-		r.cursor++
-		return r.files[i].path
-	}
-	return string(b)
-}
-
 // find returns the entry of path p, or nil.
 func (r *reader) find(p string) *fileState {
 	if i, ok := r.search(p); ok {
@@ -253,7 +232,7 @@ func (r *reader) find(p string) *fileState {
 
 // search returns where p is in the table, or where it would go.
 func (r *reader) search(p string) (int, bool) {
-	return slices.BinarySearchFunc(r.files, p, func(f *fileState, p string) int { return strings.Compare(f.path, p) })
+	return slices.BinarySearchFunc(r.files, p, (*fileState).comparePath)
 }
 
 // index returns where the entry of path p is (it must be there).
@@ -273,7 +252,7 @@ func (r *reader) add(p string) *fileState {
 	if !ok {
 		return nil
 	}
-	f := newFileState(p, rel)
+	f := r.newFileState(p, rel)
 	if e, ok := r.restored[p]; ok {
 		if fp, ok := checkpoint.EntryFingerprint(e); ok {
 			f.offset, f.fp, f.verify = e.Counted, fp, true
@@ -314,38 +293,19 @@ func (r *reader) relOf(p string) (string, bool) {
 	return "", false
 }
 
-// newFileState makes the entry of the transcript at path p, rel under
-// projects/.
-func newFileState(p, rel string) *fileState {
-	f := &fileState{path: p, kind: session.ClassifySource(rel).Kind}
-	if at := len(p) - len(rel); at > 0 && at <= math.MaxUint16 && p[at:] == rel {
-		f.relAt = uint16(at)
-	}
-	return f
-}
-
-// rel returns the path of f under projects/.
-func (r *reader) rel(f *fileState) string {
-	if f.relAt > 0 {
-		return f.path[f.relAt:]
-	}
-	rel, _ := r.relOf(f.path)
-	return rel
-}
-
 // sessionID returns the session f belongs to by its place in the tree
 // ("" for a legacy agent or another file: their records tell).
 func (r *reader) sessionID(f *fileState) string {
 	if f.kind != session.SourceSession && f.kind != session.SourceSubagent {
 		return ""
 	}
-	return session.ClassifySource(r.rel(f)).SessionID
+	return session.ClassifySource(f.rel()).SessionID
 }
 
 // source tells what the file is (session.ClassifySource), with its
 // subagent's .meta.json.
 func (r *reader) source(f *fileState) session.Source {
-	src := session.ClassifySource(r.rel(f))
+	src := session.ClassifySource(f.rel())
 	if m := r.meta(f); m != nil {
 		src.AgentType, src.Description, src.ToolUseID = m.AgentType, m.Description, m.ToolUseID
 	}
@@ -388,6 +348,7 @@ func (r *reader) drop(p string) {
 
 // forget drops what is kept of f outside its entry.
 func (r *reader) forget(f *fileState) {
+	r.release(f)
 	if f.metaRead {
 		r.setMeta(f, nil)
 	}
@@ -407,27 +368,57 @@ func (r *reader) sorted() []*fileState {
 // and its Task call, which name its type, even when the backfill settles
 // and closes sessions between groups of files.
 func sortForRead(files []*fileState) {
-	key := func(f *fileState) string {
-		if f.kind == session.SourceLegacyAgent {
-			// 0xff sorts after every byte of a name.
-			return filepath.Dir(f.path) + string(filepath.Separator) + "\xff" + filepath.Base(f.path)
+	if !slices.IsSortedFunc(files, comparePaths) {
+		slices.SortFunc(files, comparePaths)
+	}
+	// A project directory's entries are one run in path order: its
+	// legacy agents wait until the run ends. (No keys are made: at
+	// 100,000 files they were 8 MB on the backfill's serial start.)
+	var (
+		wait []*fileState
+		dir  string
+	)
+	out := make([]*fileState, 0, len(files))
+	for _, f := range files {
+		if len(wait) > 0 && !under(f, dir) {
+			out, wait = append(out, wait...), wait[:0]
 		}
-		return f.path
+		if f.kind == session.SourceLegacyAgent {
+			if len(wait) == 0 {
+				dir = dirOfEntry(f)
+			}
+			if under(f, dir) {
+				wait = append(wait, f)
+				continue
+			}
+		}
+		out = append(out, f)
 	}
-	// Keys are made once, not in every comparison (this sort is on the
-	// backfill's serial start).
-	type keyed struct {
-		key string
-		f   *fileState
+	copy(files, append(out, wait...))
+}
+
+// comparePaths orders entries by path (strings.Compare) without making
+// strings.
+func comparePaths(a, b *fileState) int {
+	var ab, bb [512]byte
+	return bytes.Compare(a.appendPath(ab[:0]), b.appendPath(bb[:0]))
+}
+
+// dirOfEntry returns the directory f is in.
+func dirOfEntry(f *fileState) string {
+	if f.nameKind == nameWhole {
+		return filepath.Dir(f.dir.path)
 	}
-	ks := make([]keyed, len(files))
-	for i, f := range files {
-		ks[i] = keyed{key(f), f}
+	return f.dir.path
+}
+
+// under reports whether f's path is in dir or below it.
+func under(f *fileState, dir string) bool {
+	p := f.dir.path
+	if f.nameKind != nameWhole && p == dir {
+		return true
 	}
-	slices.SortFunc(ks, func(a, b keyed) int { return strings.Compare(a.key, b.key) })
-	for i := range ks {
-		files[i] = ks[i].f
-	}
+	return len(p) > len(dir) && p[len(dir)] == filepath.Separator && p[:len(dir)] == dir
 }
 
 // subagentMeta is the .meta.json beside a subagent transcript.
@@ -445,7 +436,7 @@ func (r *reader) readMeta(f *fileState) {
 	if f.metaRead {
 		return
 	}
-	mp := session.MetaPath(f.path)
+	mp := session.MetaPath(f.path())
 	if mp == "" {
 		f.metaRead = true
 		return
@@ -494,7 +485,7 @@ func (r *reader) checkIdentity(f *fileState, fh *os.File, replaced bool) bool {
 	if f.fp.Len > 0 {
 		ok, err := r.fpScratch.Matches(f.fp, fh)
 		if err != nil {
-			r.log.Warn("fingerprint failed", "path", f.path, "err", err)
+			r.log.Warn("fingerprint failed", "path", f.path(), "err", err)
 			return false
 		}
 		same = ok
@@ -504,13 +495,13 @@ func (r *reader) checkIdentity(f *fileState, fh *os.File, replaced bool) bool {
 		if _, err := fh.ReadAt(b[:], f.offset-1); err == nil {
 			same = b[0] == '\n'
 		} else if !errors.Is(err, io.EOF) {
-			r.log.Warn("read failed", "path", f.path, "err", err)
+			r.log.Warn("read failed", "path", f.path(), "err", err)
 			return false
 		}
 		// At EOF the file shrank below the offset: prepare reads it again.
 	}
 	if !same {
-		r.log.Info("file replaced or rewritten, reading from the start", "path", f.path, "offset", f.offset)
+		r.log.Info("file replaced or rewritten, reading from the start", "path", f.path(), "offset", f.offset)
 		r.self.FilesReread.Inc()
 		r.changing(f)
 		f.offset, f.fp = 0, checkpoint.Fingerprint{}
@@ -553,7 +544,7 @@ func (r *reader) record(f *fileState, rec *transcript.Record, now time.Time) {
 			f.warnedUsage = true
 			r.log.Warn("token usage rejected: counts must be whole numbers from 0 to 100,000,000; "+
 				"the line's tokens are not counted (later ones in this file only in claude_transcript_exporter_invalid_usage_total)",
-				"path", f.path, "reason", problem)
+				"path", f.path(), "reason", problem)
 		}
 	}
 	if r.window != nil {

@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -89,8 +90,8 @@ func TestSyncKeepsFoundFilesAddsNewOnesAndDropsVanishedOnes(t *testing.T) {
 				}
 				var visited []string
 				rd.sync(found, func(f *fileState, fi discover.File) {
-					if f.path != fi.Path {
-						t.Errorf("visit: file %s for found %s", f.path, fi.Path)
+					if f.path() != fi.Path {
+						t.Errorf("visit: file %s for found %s", f.path(), fi.Path)
 					}
 					visited = append(visited, fi.Path)
 				})
@@ -105,7 +106,7 @@ func TestSyncKeepsFoundFilesAddsNewOnesAndDropsVanishedOnes(t *testing.T) {
 			// The table is in path order as it is (lookups search it).
 			var got []string
 			for _, f := range rd.files {
-				got = append(got, f.path)
+				got = append(got, f.path())
 			}
 			slices.Sort(want)
 			if !slices.Equal(got, want) {
@@ -127,7 +128,7 @@ func TestSyncIgnoresFilesOutsideTheRoots(t *testing.T) {
 	inside := filepath.Join(root, "projects", "-p", "a.jsonl")
 	outside := filepath.Join(root, "history.jsonl")
 	var visited []string
-	rd.sync([]discover.File{{Path: outside}, {Path: inside}}, func(f *fileState, _ discover.File) { visited = append(visited, f.path) })
+	rd.sync([]discover.File{{Path: outside}, {Path: inside}}, func(f *fileState, _ discover.File) { visited = append(visited, f.path()) })
 	if !slices.Equal(visited, []string{inside}) || len(rd.files) != 1 {
 		t.Errorf("visited %q, table %d files; want only %s", visited, len(rd.files), inside)
 	}
@@ -193,23 +194,70 @@ func TestFileEntryTellsItsPlaceInTheTree(t *testing.T) {
 		if f == nil {
 			t.Fatalf("%s: not added", tt.path)
 		}
-		rel := filepath.ToSlash(rd.rel(f))
+		rel := filepath.ToSlash(f.rel())
 		if rel != tt.rel || rd.sessionID(f) != tt.session || f.kind != tt.kind || rd.source(f).Kind != tt.kind {
 			t.Errorf("%s: rel %q session %q kind %v, want %q %q %v", tt.path, rel, rd.sessionID(f), f.kind, tt.rel, tt.session, tt.kind)
 		}
 	}
 }
 
-// TestFileEntryFitsA96ByteSizeClass pins the size of a table entry: a
-// daemon holds one per transcript (100,000 files: 9.6 MB at 96 bytes, 11
-// MB at 112, 21 MB at the 208 it was).
-func TestFileEntryFitsA96ByteSizeClass(t *testing.T) {
+// TestFileEntryFitsA112ByteSizeClass pins the size of a table entry: a
+// daemon holds one per transcript (100,000 files: 11 MB at 112 bytes, 21
+// MB at the 208 it was), and with it, since its path is packed
+// (paths.go), no string of its own (80 bytes more in the bench's trees).
+func TestFileEntryFitsA112ByteSizeClass(t *testing.T) {
 	if runtime.GOOS != "linux" || unsafe.Sizeof(uintptr(0)) != 8 {
 		t.Skipf("pinned for 64-bit Linux, the size benchmarked; this is %s/%s", runtime.GOOS, runtime.GOARCH)
 	}
-	if n := unsafe.Sizeof(fileState{}); n > 96 {
-		t.Errorf("fileState is %d bytes, want at most 96", n)
+	if n := unsafe.Sizeof(fileState{}); n > 112 {
+		t.Errorf("fileState is %d bytes, want at most 112", n)
 	}
+}
+
+// TestTableHoldsAFileInAbout120Bytes: what the table holds per session
+// file, measured on the heap: the entry, its slot in the table and its
+// share of its directory; the path's bytes are not kept.
+func TestTableHoldsAFileInAbout120Bytes(t *testing.T) {
+	if runtime.GOOS != "linux" || unsafe.Sizeof(uintptr(0)) != 8 {
+		t.Skipf("pinned for 64-bit Linux, the size benchmarked; this is %s/%s", runtime.GOOS, runtime.GOARCH)
+	}
+	const n = 20000
+	root := t.TempDir()
+	cfg := &Config{ClaudeDirs: []string{root}}
+	rd := newReader(cfg, slog.New(slog.DiscardHandler), prom.NewSelf(prometheus.NewRegistry()), nil, transcript.Options{}, time.Now)
+	paths := make([]string, n)
+	for i := range paths {
+		paths[i] = filepath.Join(root, "projects", fmt.Sprintf("-home-user-project-%d", i%50), fmt.Sprintf("%08x-0000-4000-8000-%012x.jsonl", i, i))
+	}
+	slices.Sort(paths)
+	rd.files = make([]*fileState, 0, n)
+	var before, added, dropped runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	for _, p := range paths {
+		if rd.add(p) == nil {
+			t.Fatalf("%s: not added", p)
+		}
+	}
+	runtime.GC()
+	runtime.ReadMemStats(&added)
+	pathBytes := 0
+	for _, p := range paths {
+		pathBytes += len(p)
+	}
+	paths = nil
+	runtime.GC()
+	runtime.ReadMemStats(&dropped)
+	per := float64(int64(added.HeapAlloc)-int64(before.HeapAlloc))/n + 8 // and the table's slot, allocated before
+	freed := int64(added.HeapAlloc) - int64(dropped.HeapAlloc)
+	t.Logf("%.1f bytes a file; dropping the callers' paths (%d bytes) freed %d", per, pathBytes, freed)
+	if per > 130 {
+		t.Errorf("the table holds %.1f bytes a file, want at most 130", per)
+	}
+	if freed < int64(pathBytes) {
+		t.Errorf("dropping the callers' paths freed %d bytes of their %d: the table keeps some", freed, pathBytes)
+	}
+	runtime.KeepAlive(rd)
 }
 
 // TestSubagentMetaIsKeptBesideTheTableAndGoesWithItsFile: a subagent's
@@ -261,37 +309,5 @@ func writeFileT(t *testing.T, p, content string) {
 	}
 	if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
 		t.Fatal(err)
-	}
-}
-
-// TestPathOfGivesTheTablesOwnStrings: the strings a scan takes for its
-// paths (discover.Config.Path) are the table's own for the files it holds,
-// whether asked in path order or not, and new ones for the others.
-func TestPathOfGivesTheTablesOwnStrings(t *testing.T) {
-	root := t.TempDir()
-	cfg := &Config{ClaudeDirs: []string{root}}
-	rd := newReader(cfg, slog.New(slog.DiscardHandler), prom.NewSelf(prometheus.NewRegistry()), nil, transcript.Options{}, time.Now)
-	abs := func(rel string) string { return filepath.Join(root, "projects", filepath.FromSlash(rel)) }
-	for _, rel := range []string{"-p/a.jsonl", "-p/c.jsonl", "-p/e.jsonl"} {
-		rd.add(abs(rel))
-	}
-	for _, order := range [][]string{
-		{"-p/a.jsonl", "-p/b.jsonl", "-p/c.jsonl", "-p/d.jsonl", "-p/e.jsonl", "-p/f.jsonl"},
-		{"-p/e.jsonl", "-p/0.jsonl", "-p/a.jsonl", "-p/e.jsonl", "-p/c.jsonl"},
-	} {
-		for _, rel := range order {
-			p := abs(rel)
-			got := rd.pathOf([]byte(p))
-			if got != p {
-				t.Fatalf("pathOf(%s) = %s", p, got)
-			}
-			f := rd.find(p)
-			if own := f != nil && unsafe.StringData(got) == unsafe.StringData(f.path); own != (f != nil) {
-				t.Errorf("pathOf(%s): the table's own string %v, want %v", rel, own, f != nil)
-			}
-		}
-	}
-	if len(rd.files) != 3 {
-		t.Errorf("the table holds %d files: pathOf must not add any", len(rd.files))
 	}
 }

@@ -257,7 +257,7 @@ func (r *reader) readFiles(files []*fileState, atEOF bool) int {
 			ranges, err := r.planner.Plan(fh, from, size, chunkBytes, atEOF)
 			if err != nil || len(ranges) == 0 {
 				if err != nil {
-					r.log.Warn("read failed", "path", f.path, "err", err)
+					r.log.Warn("read failed", "path", f.path(), "err", err)
 				}
 				fh.Close()
 				continue
@@ -292,7 +292,7 @@ func (r *reader) readFiles(files []*fileState, atEOF bool) int {
 			defer d.fh.Close()
 		}
 		if d.err != nil {
-			r.log.Warn("read failed", "path", f.path, "err", d.err)
+			r.log.Warn("read failed", "path", f.path(), "err", d.err)
 		}
 		r.linesN += int64(d.lines)
 		r.self.LinesRead.Add(float64(d.lines))
@@ -324,7 +324,7 @@ func (r *reader) openFailed(f *fileState, err error) {
 		return
 	}
 	if !errors.Is(err, safefile.ErrNotRegular) {
-		r.log.Warn("open failed", "path", f.path, "err", err)
+		r.log.Warn("open failed", "path", f.path(), "err", err)
 		return
 	}
 	if f.skipped {
@@ -332,14 +332,15 @@ func (r *reader) openFailed(f *fileState, err error) {
 	}
 	f.skipped = true
 	kind := "irregular"
-	if st, serr := os.Lstat(f.path); serr == nil {
+	path := f.path()
+	if st, serr := os.Lstat(path); serr == nil {
 		kind = safefile.Kind(st.Mode())
 	}
 	if kind == "regular" || kind == "symlink" {
 		kind = "irregular"
 	}
 	r.self.FilesSkipped.WithLabelValues(kind).Inc()
-	r.log.Warn("not a regular file: not read", "path", f.path, "kind", kind)
+	r.log.Warn("not a regular file: not read", "path", path, "kind", kind)
 }
 
 // prepare checks a file before reading it (identity, truncation) and
@@ -351,20 +352,21 @@ func (r *reader) prepare(f *fileState) (*os.File, int64, int64) {
 		st       os.FileInfo
 		err      error
 		replaced bool
+		path     = f.path()
 	)
 	if !f.statted && !f.verify {
 		// Never read (the backfill's case): open it and stat the open
 		// file, one path lookup instead of two.
-		if fh, st, err = safefile.Open(f.path); err != nil {
+		if fh, st, err = safefile.Open(path); err != nil {
 			r.openFailed(f, err)
 			return nil, 0, 0
 		}
 	} else {
-		if st, err = os.Stat(f.path); err != nil {
+		if st, err = os.Stat(path); err != nil {
 			return nil, 0, 0
 		}
 		if !st.Mode().IsRegular() {
-			r.openFailed(f, fmt.Errorf("%s: %w (%s)", f.path, safefile.ErrNotRegular, safefile.Kind(st.Mode())))
+			r.openFailed(f, fmt.Errorf("%s: %w (%s)", path, safefile.ErrNotRegular, safefile.Kind(st.Mode())))
 			return nil, 0, 0
 		}
 		replaced = f.statted && !f.id.same(idOf(st))
@@ -376,7 +378,7 @@ func (r *reader) prepare(f *fileState) (*os.File, int64, int64) {
 		}
 		// Opened without blocking and checked again on the handle: the
 		// path may have become a FIFO since the stat.
-		if fh, st, err = safefile.Open(f.path); err != nil {
+		if fh, st, err = safefile.Open(path); err != nil {
 			r.openFailed(f, err)
 			return nil, 0, 0
 		}
@@ -391,7 +393,7 @@ func (r *reader) prepare(f *fileState) (*os.File, int64, int64) {
 	if st.Size() < f.offset {
 		// Truncated or rewritten in place: read again from the start;
 		// global dedup keeps lines already counted from counting twice.
-		r.log.Info("file shrank, reading again", "path", f.path, "offset", f.offset, "size", st.Size())
+		r.log.Info("file shrank, reading again", "path", path, "offset", f.offset, "size", st.Size())
 		r.self.FilesReread.Inc()
 		r.changing(f)
 		f.offset, f.fp = 0, checkpoint.Fingerprint{}

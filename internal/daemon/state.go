@@ -123,7 +123,7 @@ func (m *fileMarks) finish() {
 	m.mu.Unlock()
 }
 
-func markOf(f *fileState) fileMark { return fileMark{path: f.path, fp: f.fp, offset: f.offset} }
+func markOf(f *fileState) fileMark { return fileMark{f: f, fp: f.fp, offset: f.offset} }
 
 // inPlace is takeSnapshot for a snapshot written before the pipeline goes
 // on (at the end of the backfill and at shutdown): the assembler's
@@ -149,7 +149,7 @@ func (fs *fileState) saved() bool { return markOf(fs).saved() }
 // the state file, with the fingerprint as bytes (made hex a chunk at a
 // time as it is written, entries).
 type fileMark struct {
-	path   string
+	f      *fileState // its path, made as it is written (it never changes)
 	fp     checkpoint.Fingerprint
 	offset int64
 }
@@ -172,7 +172,7 @@ func (s *snapshot) entries(yield func([]checkpoint.Entry) error) error {
 	}
 	for _, f := range s.marks.files {
 		if m := s.marks.mark(f); m.saved() {
-			if err := add(m.path, m.fp, m.offset); err != nil {
+			if err := add(m.f.path(), m.fp, m.offset); err != nil {
 				return err
 			}
 		}

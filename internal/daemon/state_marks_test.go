@@ -42,7 +42,7 @@ func TestPeriodicStateWriteSavesTheWatermarksOfItsSnapshot(t *testing.T) {
 			want := map[string]checkpoint.Entry{}
 			for _, f := range rd.files {
 				if f.saved() {
-					want[f.path] = checkpoint.Entry{Path: f.path, Fingerprint: f.fp.Hex(), FPLen: int(f.fp.Len), Counted: f.offset, Exported: f.offset}
+					want[f.path()] = checkpoint.Entry{Path: f.path(), Fingerprint: f.fp.Hex(), FPLen: int(f.fp.Len), Counted: f.offset, Exported: f.offset}
 				}
 			}
 
@@ -51,7 +51,7 @@ func TestPeriodicStateWriteSavesTheWatermarksOfItsSnapshot(t *testing.T) {
 				// Lines appended to two files, a third rewritten shorter
 				// with other bytes: read again from the start.
 				for i, f := range files[:3] {
-					b, err := os.ReadFile(f.path)
+					b, err := os.ReadFile(f.path())
 					if err != nil {
 						t.Error(err)
 						return
@@ -61,7 +61,7 @@ func TestPeriodicStateWriteSavesTheWatermarksOfItsSnapshot(t *testing.T) {
 					} else {
 						b = append(b, b[:bytes.IndexByte(b, '\n')+1]...)
 					}
-					if err := os.WriteFile(f.path, b, 0o644); err != nil {
+					if err := os.WriteFile(f.path(), b, 0o644); err != nil {
 						t.Error(err)
 						return
 					}
@@ -85,7 +85,7 @@ func TestPeriodicStateWriteSavesTheWatermarksOfItsSnapshot(t *testing.T) {
 			}
 			moved := 0
 			for _, f := range files[:3] {
-				if w := want[f.path]; w.Counted != f.offset || w.Fingerprint != f.fp.Hex() {
+				if w := want[f.path()]; w.Counted != f.offset || w.Fingerprint != f.fp.Hex() {
 					moved++
 				}
 			}

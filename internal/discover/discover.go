@@ -53,14 +53,6 @@ type Config struct {
 	// PollOnly disables fsnotify entirely (--tail.poll-only): for NFS,
 	// FUSE and Docker Desktop mounts where change events do not arrive.
 	PollOnly bool
-	// Path, when set, returns the string of a path a Scan found (b is
-	// valid only during the call): a caller that keeps the paths of the
-	// last scan returns its own string, so that a rescan builds no string
-	// for a file it already knows and nothing here holds them twice. Only
-	// Scan calls it, on Scan's goroutine, in path order within each root
-	// (the watcher's own walks of new directories build their strings).
-	// Nil builds a new string each time.
-	Path func(b []byte) string
 	// Logger receives warnings (watch limit reached, watcher errors); the
 	// caller adds the component attribute. Nil discards.
 	Logger *slog.Logger
@@ -146,7 +138,6 @@ type Stats struct {
 type Watcher struct {
 	roots    []string
 	match    func(string) bool
-	pathOf   func([]byte) string
 	interval time.Duration
 	// watchedInterval is the period while the watches cover everything.
 	watchedInterval time.Duration
@@ -202,7 +193,6 @@ func New(cfg Config) (*Watcher, error) {
 	}
 	w := &Watcher{
 		match:           cfg.Match,
-		pathOf:          cfg.Path,
 		interval:        cfg.RescanInterval,
 		watchedInterval: cfg.WatchedRescanInterval,
 		log:             cfg.Logger,

@@ -42,7 +42,7 @@ func (w *Watcher) Scan() ([]File, error) {
 		fi, err := os.Stat(projects)
 		switch {
 		case err == nil && fi.IsDir():
-			wk := walker{w: w, desired: w.desired, pathOf: w.pathOf,
+			wk := walker{w: w, desired: w.desired,
 				file: func(f File) { files = append(files, f) }}
 			wk.walk(projects, nil)
 			errs = append(errs, wk.errs...)
@@ -103,10 +103,7 @@ type walker struct {
 	desired map[string]bool
 	// file is called for every matching regular file, in path order.
 	file func(File)
-	// pathOf is Config.Path in a Scan's walks; nil in the watcher's
-	// walks of new directories, which run on its own goroutine.
-	pathOf func([]byte) string
-	errs   []error
+	errs []error
 	// blind is set when a matching file was found in a directory without
 	// a watch, or a watchable directory could not be watched.
 	blind bool
@@ -168,7 +165,7 @@ func (wk *walker) walk(dir string, parts []string) {
 
 // readDir lists dir's subdirectories to walk and its matching files, in
 // path order, and stats the files (onto the found stack, one slot per
-// file). Paths are built later, in path order, to reuse known ones.
+// file). Paths are built as the files are handed over.
 func (wk *walker) readDir(dir string) ([]fs.DirEntry, error) {
 	d, err := openDir(dir)
 	if err != nil {
@@ -209,15 +206,8 @@ func (wk *walker) join(dir, name string) []byte {
 	return wk.buf
 }
 
-// path returns dir/name as a string: the caller's own (Config.Path, in a
-// Scan), or a new one.
-func (wk *walker) path(dir, name string) string {
-	b := wk.join(dir, name)
-	if wk.pathOf != nil {
-		return wk.pathOf(b)
-	}
-	return string(b)
-}
+// path returns dir/name as a string.
+func (wk *walker) path(dir, name string) string { return string(wk.join(dir, name)) }
 
 // sortEntries sorts a directory's entries so that walking them in order
 // visits paths in order: by name, a directory's name followed by the

@@ -5,10 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strings"
-	"sync/atomic"
 	"testing"
-	"unsafe"
 )
 
 // walkReference lists what Scan must return for one root, the simple way:
@@ -146,77 +143,5 @@ func TestScanOfOverlappingRootsIsSortedWithoutDuplicates(t *testing.T) {
 		if got := paths(mustScan(t, w)); !slices.Equal(got, want) {
 			t.Errorf("scan %d:\n got %q\nwant %q", i, got, want)
 		}
-	}
-}
-
-// TestScanTakesTheCallersPathStrings: with Config.Path, every found path
-// is asked for once, in path order, and the file carries the string the
-// caller returned (its own, for a path it keeps), not a copy.
-func TestScanTakesTheCallersPathStrings(t *testing.T) {
-	root := t.TempDir()
-	for _, rel := range []string{"-p/b.jsonl", "-p/a.jsonl", "-p/a/subagents/agent-1.jsonl", "-q/c.jsonl"} {
-		writeFile(t, filepath.Join(root, "projects", filepath.FromSlash(rel)), "{}\n")
-	}
-	want := walkReference(t, root)
-	kept := map[string]string{} // the caller's own strings
-	for _, p := range want[:2] {
-		kept[p] = strings.Clone(p)
-	}
-	var asked []string
-	w := newTestWatcher(t, Config{Roots: []string{root}, PollOnly: true, Path: func(b []byte) string {
-		asked = append(asked, string(b))
-		if s, ok := kept[string(b)]; ok {
-			return s
-		}
-		return string(b)
-	}})
-	for scan := range 2 {
-		asked = asked[:0]
-		files := mustScan(t, w)
-		if got := paths(files); !slices.Equal(got, want) || !slices.Equal(asked, want) {
-			t.Fatalf("scan %d: found %q, asked %q; want %q", scan, got, asked, want)
-		}
-		for _, f := range files {
-			if s, ok := kept[f.Path]; ok && unsafe.StringData(s) != unsafe.StringData(f.Path) {
-				t.Errorf("scan %d: %s is a copy, not the caller's string", scan, f.Path)
-			}
-		}
-	}
-}
-
-// TestWatcherWalksOfNewDirectoriesLeaveConfigPathAlone: a directory that
-// appears is walked on the watcher's own goroutine, which must not call
-// Config.Path (the daemon's answers it from its file table, on the
-// pipeline goroutine): only Scan does.
-func TestWatcherWalksOfNewDirectoriesLeaveConfigPathAlone(t *testing.T) {
-	root := t.TempDir()
-	projects := filepath.Join(root, "projects")
-	mkdir(t, projects)
-	var inScan, outside atomic.Int32
-	w := newTestWatcher(t, Config{Roots: []string{root}, Path: func(b []byte) string {
-		if inScan.Load() == 0 {
-			outside.Add(1)
-		}
-		return string(b)
-	}})
-	scan := func() []File {
-		inScan.Store(1)
-		defer inScan.Store(0)
-		return mustScan(t, w)
-	}
-	scan()
-	// A project directory moved in whole, its transcript already inside.
-	staged := filepath.Join(root, "staging", "-new")
-	writeFile(t, filepath.Join(staged, "s.jsonl"), "{}\n")
-	if err := os.Rename(staged, filepath.Join(projects, "-new")); err != nil {
-		t.Fatal(err)
-	}
-	p := filepath.Join(projects, "-new", "s.jsonl")
-	waitEvent(t, w, p, Changed)
-	if n := outside.Load(); n != 0 {
-		t.Errorf("Config.Path called %d times outside Scan", n)
-	}
-	if got := paths(scan()); !slices.Equal(got, []string{p}) {
-		t.Errorf("scan after the move: %q", got)
 	}
 }

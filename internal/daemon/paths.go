@@ -1,0 +1,242 @@
+package daemon
+
+import (
+	"path/filepath"
+	"strings"
+
+	"github.com/claude-transcript-exporter/claude-transcript-exporter/mapping/session"
+)
+
+// The file table holds an entry per transcript for as long as the daemon
+// runs, and as strings its paths were most of it (100,000 files: 8 MB of
+// the 40 a history's live heap held, more on a machine whose project
+// paths are long). Every path is a directory and a name, and the names
+// Claude Code writes are ids: a session is "<uuid>.jsonl", a subagent
+// "agent-<hex>.jsonl". So an entry keeps its directory as a pointer to
+// an entry shared by its siblings (dirEntry, interned by the reader) and
+// its name packed in 16 bytes: a UUID as its bytes, an agent's hex as its
+// nibbles. A name of any other form (rare: Claude Code's own compaction
+// agents, files a user put there) is not packed: its entry's dirEntry is
+// then its own and holds the whole path. A path is made as a string only
+// when it is needed (opening the file, a log line, a state write); a
+// lookup compares without making one.
+
+// dirEntry is a directory of transcripts, or, for a file whose name is
+// not packed, the file itself.
+type dirEntry struct {
+	// path is the directory's path (the file's, when the name is not
+	// packed); rel is its part under projects/ ("" for projects/ itself).
+	path, rel string
+	// files counts the table entries that share it (the reader's
+	// goroutine only; interned entries only).
+	files int
+}
+
+// Forms of a packed name (fileState.nameKind).
+const (
+	// nameWhole: the name is not packed; dir.path is the whole path.
+	nameWhole uint8 = iota
+	// nameUUID: "<uuid>.jsonl", a canonical (lowercase) UUID, as its 16
+	// bytes.
+	nameUUID
+	// nameAgent: "agent-<hex>.jsonl" with 1 to maxAgentHex lowercase hex
+	// digits: their count in the first byte, the digits as nibbles after.
+	nameAgent
+)
+
+const (
+	jsonlExt    = ".jsonl"
+	agentPrefix = "agent-"
+	maxAgentHex = 30
+	// maxName is the longest packed name ("agent-" + 30 digits +
+	// ".jsonl").
+	maxName = len(agentPrefix) + maxAgentHex + len(jsonlExt)
+)
+
+// packName packs a file name; ok is false when it has no packed form.
+func packName(name string) (kind uint8, packed [16]byte, ok bool) {
+	base, ok := strings.CutSuffix(name, jsonlExt)
+	if !ok {
+		return nameWhole, packed, false
+	}
+	if hex, ok := strings.CutPrefix(base, agentPrefix); ok {
+		if len(hex) == 0 || len(hex) > maxAgentHex {
+			return nameWhole, [16]byte{}, false
+		}
+		packed[0] = byte(len(hex))
+		for i := 0; i < len(hex); i++ {
+			d, ok := lowerHexDigit(hex[i])
+			if !ok {
+				return nameWhole, [16]byte{}, false
+			}
+			packed[1+i/2] |= d << (4 * (1 - i%2))
+		}
+		return nameAgent, packed, true
+	}
+	if len(base) != 36 {
+		return nameWhole, packed, false
+	}
+	j := 0 // the hex digit's place
+	for i := 0; i < 36; i++ {
+		if i == 8 || i == 13 || i == 18 || i == 23 {
+			if base[i] != '-' {
+				return nameWhole, [16]byte{}, false
+			}
+			continue
+		}
+		d, ok := lowerHexDigit(base[i])
+		if !ok {
+			return nameWhole, [16]byte{}, false
+		}
+		packed[j/2] |= d << (4 * (1 - j%2))
+		j++
+	}
+	return nameUUID, packed, true
+}
+
+func lowerHexDigit(c byte) (byte, bool) {
+	switch {
+	case c >= '0' && c <= '9':
+		return c - '0', true
+	case c >= 'a' && c <= 'f':
+		return c - 'a' + 10, true
+	}
+	return 0, false
+}
+
+const hexDigits = "0123456789abcdef"
+
+// appendName appends the file name f's entry packs (nothing for an
+// unpacked one).
+func (f *fileState) appendName(b []byte) []byte {
+	switch f.nameKind {
+	case nameUUID:
+		for i, c := range f.name {
+			if i == 4 || i == 6 || i == 8 || i == 10 {
+				b = append(b, '-')
+			}
+			b = append(b, hexDigits[c>>4], hexDigits[c&15])
+		}
+	case nameAgent:
+		b = append(b, agentPrefix...)
+		for i := 0; i < int(f.name[0]); i++ {
+			c := f.name[1+i/2]
+			b = append(b, hexDigits[(c>>(4*(1-i%2)))&15])
+		}
+	default:
+		return b
+	}
+	return append(b, jsonlExt...)
+}
+
+// appendPath appends f's path.
+func (f *fileState) appendPath(b []byte) []byte {
+	b = append(b, f.dir.path...)
+	if f.nameKind == nameWhole {
+		return b
+	}
+	return f.appendName(append(b, filepath.Separator))
+}
+
+// path returns f's path (a new string; safe on any goroutine: an entry's
+// directory and name never change).
+func (f *fileState) path() string {
+	if f.nameKind == nameWhole {
+		return f.dir.path
+	}
+	var buf [256]byte
+	return string(f.appendPath(buf[:0]))
+}
+
+// comparePath compares f's path with p as strings.Compare would, without
+// making f's.
+func (f *fileState) comparePath(p string) int {
+	d := f.dir.path
+	if f.nameKind == nameWhole {
+		return strings.Compare(d, p)
+	}
+	if len(p) <= len(d) {
+		if c := strings.Compare(d[:len(p)], p); c != 0 {
+			return c
+		}
+		return 1 // f's path goes on past p
+	}
+	if c := strings.Compare(d, p[:len(d)]); c != 0 {
+		return c
+	}
+	var buf [1 + maxName]byte
+	name := f.appendName(append(buf[:0], filepath.Separator))
+	rest := p[len(d):]
+	switch {
+	case string(name) < rest:
+		return -1
+	case string(name) > rest:
+		return 1
+	}
+	return 0
+}
+
+// rel returns f's path under projects/ (a new string).
+func (f *fileState) rel() string {
+	d := f.dir
+	if f.nameKind == nameWhole {
+		return d.rel
+	}
+	var buf [256]byte
+	b := buf[:0]
+	if d.rel != "" {
+		b = append(append(b, d.rel...), filepath.Separator)
+	}
+	return string(f.appendName(b))
+}
+
+// dirOf returns the shared entry of directory dir, whose part under
+// projects/ is rel, and counts a file more in it.
+func (r *reader) dirOf(dir, rel string) *dirEntry {
+	d, ok := r.dirs[dir]
+	if !ok {
+		// The strings are the caller's substrings: a copy of their own
+		// keeps the rest of the caller's path from staying alive.
+		d = &dirEntry{path: strings.Clone(dir)}
+		if strings.HasSuffix(dir, rel) {
+			d.rel = d.path[len(dir)-len(rel):]
+		} else {
+			d.rel = strings.Clone(rel)
+		}
+		if r.dirs == nil {
+			r.dirs = map[string]*dirEntry{}
+		}
+		r.dirs[dir] = d
+	}
+	d.files++
+	return d
+}
+
+// release counts a file less in f's directory, and forgets the
+// directory once no entry shares it.
+func (r *reader) release(f *fileState) {
+	if f.nameKind == nameWhole {
+		return
+	}
+	d := f.dir
+	if d.files--; d.files <= 0 {
+		delete(r.dirs, d.path)
+	}
+}
+
+// newFileState makes the table entry of the transcript at path p, rel
+// under projects/; its directory is shared with its siblings'.
+func (r *reader) newFileState(p, rel string) *fileState {
+	f := &fileState{kind: session.ClassifySource(rel).Kind}
+	dir, name := filepath.Split(p)
+	relDir, relName := filepath.Split(rel)
+	if kind, packed, ok := packName(name); ok && name == relName && len(dir) > 1 {
+		// Split leaves the separator at the end of dir (and of relDir).
+		dir = dir[:len(dir)-1]
+		relDir = strings.TrimSuffix(relDir, string(filepath.Separator))
+		f.dir, f.nameKind, f.name = r.dirOf(dir, relDir), kind, packed
+		return f
+	}
+	f.dir = &dirEntry{path: p, rel: rel}
+	return f
+}

@@ -1,0 +1,186 @@
+package daemon
+
+import (
+	"log/slog"
+	"math/rand/v2"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/claude-transcript-exporter/claude-transcript-exporter/exporter/prom"
+	"github.com/claude-transcript-exporter/claude-transcript-exporter/mapping/session"
+	"github.com/claude-transcript-exporter/claude-transcript-exporter/mapping/transcript"
+)
+
+func newTestReader(t *testing.T) (*reader, func(rel string) string) {
+	t.Helper()
+	root := t.TempDir()
+	cfg := &Config{ClaudeDirs: []string{root}}
+	rd := newReader(cfg, slog.New(slog.DiscardHandler), prom.NewSelf(prometheus.NewRegistry()), nil, transcript.Options{}, time.Now)
+	return rd, func(rel string) string { return filepath.Join(root, "projects", filepath.FromSlash(rel)) }
+}
+
+// TestTablePathsReadBackAsGiven: whatever its name, an entry's path, its
+// part under projects/ and its session read back exactly as they were
+// added; names of the forms Claude Code writes are packed, others kept
+// whole.
+func TestTablePathsReadBackAsGiven(t *testing.T) {
+	const id = "0a1b2c3d-4e5f-4a6b-8c7d-9e0f1a2b3c4d"
+	tests := []struct {
+		rel  string
+		kind uint8
+	}{
+		{"-home-u-p/" + id + ".jsonl", nameUUID},
+		{"-home-u-p/ffffffff-ffff-ffff-ffff-ffffffffffff.jsonl", nameUUID},
+		{"-home-u-p/00000000-0000-0000-0000-000000000000.jsonl", nameUUID},
+		{"-home-u-p/" + strings.ToUpper(id) + ".jsonl", nameWhole},
+		{"-home-u-p/0a1b2c3d-4e5f-4a6b-8c7d9-e0f1a2b3c4d.jsonl", nameWhole},
+		{"-home-u-p/" + id + ".json", nameWhole},
+		{"-home-u-p/" + id + "x.jsonl", nameWhole},
+		{"-home-u-p/" + id + "/subagents/agent-a1b2c3d.jsonl", nameAgent},
+		{"-home-u-p/" + id + "/subagents/agent-a8f3c2e1b9d0f4a6c.jsonl", nameAgent},
+		{"-home-u-p/" + id + "/subagents/agent-0.jsonl", nameAgent},
+		{"-home-u-p/" + id + "/subagents/agent-" + strings.Repeat("f", 30) + ".jsonl", nameAgent},
+		{"-home-u-p/" + id + "/subagents/agent-" + strings.Repeat("f", 31) + ".jsonl", nameWhole},
+		{"-home-u-p/" + id + "/subagents/agent-.jsonl", nameWhole},
+		{"-home-u-p/" + id + "/subagents/agent-acompact-fffbd0.jsonl", nameWhole},
+		{"-home-u-p/" + id + "/subagents/agent-ABC.jsonl", nameWhole},
+		{"-home-u-p/agent-1234abcd.jsonl", nameAgent},
+		{"top.jsonl", nameWhole},
+		{id + ".jsonl", nameUUID},
+		{"-home-u-p/odd name é.jsonl", nameWhole},
+		{"-p/-p/" + id + ".jsonl", nameUUID},
+	}
+	rd, abs := newTestReader(t)
+	for _, tt := range tests {
+		p := abs(tt.rel)
+		f := rd.add(p)
+		if f == nil {
+			t.Fatalf("%s: not added", tt.rel)
+		}
+		rel := filepath.FromSlash(tt.rel)
+		if f.path() != p || f.rel() != rel || f.nameKind != tt.kind {
+			t.Errorf("%s: path %q rel %q kind %d, want %q %q %d", tt.rel, f.path(), f.rel(), f.nameKind, p, rel, tt.kind)
+		}
+		if got, want := rd.sessionID(f), session.ClassifySource(rel).SessionID; got != want {
+			t.Errorf("%s: session %q, want %q", tt.rel, got, want)
+		}
+		if rd.find(p) != f {
+			t.Errorf("%s: find does not return the entry", tt.rel)
+		}
+	}
+	var want []string
+	for _, tt := range tests {
+		want = append(want, abs(tt.rel))
+	}
+	slices.Sort(want)
+	var got []string
+	for _, f := range rd.files {
+		got = append(got, f.path())
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("table order:\n got %q\nwant %q", got, want)
+	}
+}
+
+// TestComparePathAgreesWithStringsCompare: an entry compares with any path
+// as its path string would, whatever is shared or packed: paths that
+// share a prefix, end early, go on, or differ in the separator's place.
+func TestComparePathAgreesWithStringsCompare(t *testing.T) {
+	rd, abs := newTestReader(t)
+	rels := []string{
+		"-p/0a1b2c3d-4e5f-4a6b-8c7d-9e0f1a2b3c4d.jsonl",
+		"-p/0a1b2c3d-4e5f-4a6b-8c7d-9e0f1a2b3c4d/subagents/agent-a1.jsonl",
+		"-p/agent-ff.jsonl",
+		"-p-q/agent-00.jsonl",
+		"-p0/agent-00.jsonl",
+		"-p/odd.jsonl",
+	}
+	var probes []string
+	for _, rel := range rels {
+		p := abs(rel)
+		rd.add(p)
+		dir := filepath.Dir(p)
+		probes = append(probes, p, p[:len(p)-1], p+"x", p+"/", dir, dir+"/", dir+"-", dir+"0", dir+"/0", dir+"/z", dir[:len(dir)-1], "", "/")
+	}
+	for _, f := range rd.files {
+		for _, q := range probes {
+			if got, want := f.comparePath(q), strings.Compare(f.path(), q); got != want {
+				t.Errorf("comparePath(%s, %s) = %d, want %d", f.path(), q, got, want)
+			}
+		}
+	}
+}
+
+// TestSiblingsShareTheirDirectoryUntilTheLastGoes: the entries of one
+// directory share its entry, and it is forgotten with the last of them.
+func TestSiblingsShareTheirDirectoryUntilTheLastGoes(t *testing.T) {
+	rd, abs := newTestReader(t)
+	a := rd.add(abs("-p/00000000-0000-4000-8000-000000000001.jsonl"))
+	b := rd.add(abs("-p/00000000-0000-4000-8000-000000000002.jsonl"))
+	c := rd.add(abs("-q/00000000-0000-4000-8000-000000000003.jsonl"))
+	if a.dir != b.dir || a.dir == c.dir || len(rd.dirs) != 2 {
+		t.Fatalf("dirs: a %p b %p c %p, %d interned; want a and b shared, 2", a.dir, b.dir, c.dir, len(rd.dirs))
+	}
+	rd.drop(a.path())
+	if len(rd.dirs) != 2 || rd.dirs[filepath.Dir(b.path())] != b.dir {
+		t.Fatalf("after dropping a: %d dirs, want b's kept", len(rd.dirs))
+	}
+	rd.drop(b.path())
+	rd.sync(nil, nil) // drops c as a scan that found nothing
+	if len(rd.dirs) != 0 || len(rd.files) != 0 {
+		t.Errorf("after dropping every file: %d dirs, %d files; want none", len(rd.dirs), len(rd.files))
+	}
+}
+
+// TestSortForReadPutsLegacyAgentsAfterTheirProject: reading order is path
+// order, except that a project's legacy agent-*.jsonl files come after
+// everything else in the project, in name order; it agrees with sorting
+// by the key dir + "/\xff" + name, from any starting order.
+func TestSortForReadPutsLegacyAgentsAfterTheirProject(t *testing.T) {
+	rd, abs := newTestReader(t)
+	const s1, s2 = "00000000-0000-4000-8000-000000000001", "00000000-0000-4000-8000-000000000002"
+	rels := []string{
+		"-p/" + s1 + ".jsonl",
+		"-p/" + s1 + "/subagents/agent-a1.jsonl",
+		"-p/" + s2 + ".jsonl",
+		"-p/agent-0b.jsonl",
+		"-p/agent-0a.jsonl",
+		"-p/agent-acompact-e1.jsonl",
+		"-p-q/" + s1 + ".jsonl",
+		"-p-q/agent-ff.jsonl",
+		"-p0/agent-01.jsonl",
+		"-p0/" + s2 + ".jsonl",
+		"-z/" + s2 + ".jsonl",
+	}
+	for _, rel := range rels {
+		rd.add(abs(rel))
+	}
+	key := func(f *fileState) string {
+		if f.kind == session.SourceLegacyAgent {
+			return filepath.Dir(f.path()) + string(filepath.Separator) + "\xff" + filepath.Base(f.path())
+		}
+		return f.path()
+	}
+	want := slices.Clone(rd.files)
+	slices.SortFunc(want, func(a, b *fileState) int { return strings.Compare(key(a), key(b)) })
+	rng := rand.New(rand.NewPCG(1, 2))
+	for i := range 20 {
+		got := slices.Clone(rd.files)
+		if i > 0 {
+			rng.Shuffle(len(got), func(i, j int) { got[i], got[j] = got[j], got[i] })
+		}
+		sortForRead(got)
+		if !slices.Equal(got, want) {
+			var g, w []string
+			for k := range got {
+				g, w = append(g, got[k].rel()), append(w, want[k].rel())
+			}
+			t.Fatalf("order %d:\n got %q\nwant %q", i, g, w)
+		}
+	}
+}
