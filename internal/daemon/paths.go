@@ -65,7 +65,7 @@ func packName(name string) (kind uint8, packed [16]byte, ok bool) {
 		}
 		packed[0] = byte(len(hex))
 		for i := 0; i < len(hex); i++ {
-			d, ok := lowerHexDigit(hex[i])
+			d, ok := session.LowerHexDigit(hex[i])
 			if !ok {
 				return nameWhole, [16]byte{}, false
 			}
@@ -73,35 +73,10 @@ func packName(name string) (kind uint8, packed [16]byte, ok bool) {
 		}
 		return nameAgent, packed, true
 	}
-	if len(base) != 36 {
-		return nameWhole, packed, false
+	if u, ok := session.ParseUUID(base); ok {
+		return nameUUID, u, true
 	}
-	j := 0 // the hex digit's place
-	for i := 0; i < 36; i++ {
-		if i == 8 || i == 13 || i == 18 || i == 23 {
-			if base[i] != '-' {
-				return nameWhole, [16]byte{}, false
-			}
-			continue
-		}
-		d, ok := lowerHexDigit(base[i])
-		if !ok {
-			return nameWhole, [16]byte{}, false
-		}
-		packed[j/2] |= d << (4 * (1 - j%2))
-		j++
-	}
-	return nameUUID, packed, true
-}
-
-func lowerHexDigit(c byte) (byte, bool) {
-	switch {
-	case c >= '0' && c <= '9':
-		return c - '0', true
-	case c >= 'a' && c <= 'f':
-		return c - 'a' + 10, true
-	}
-	return 0, false
+	return nameWhole, [16]byte{}, false
 }
 
 const hexDigits = "0123456789abcdef"
@@ -111,12 +86,7 @@ const hexDigits = "0123456789abcdef"
 func (f *fileState) appendName(b []byte) []byte {
 	switch f.nameKind {
 	case nameUUID:
-		for i, c := range f.name {
-			if i == 4 || i == 6 || i == 8 || i == 10 {
-				b = append(b, '-')
-			}
-			b = append(b, hexDigits[c>>4], hexDigits[c&15])
-		}
+		b = session.AppendUUID(b, f.name)
 	case nameAgent:
 		b = append(b, agentPrefix...)
 		for i := 0; i < int(f.name[0]); i++ {

@@ -12,7 +12,12 @@ import "encoding/binary"
 type uuidKey [16]byte
 
 // uuidOf reads s as a canonical UUID.
-func uuidOf(s string) (uuidKey, bool) {
+func uuidOf(s string) (uuidKey, bool) { return ParseUUID(s) }
+
+// ParseUUID reads s as a canonical UUID (8-4-4-4-12 lowercase hex
+// digits, as Claude Code writes session and message ids) and returns its
+// 16 bytes; AppendUUID writes them back as the same text.
+func ParseUUID(s string) ([16]byte, bool) {
 	var u uuidKey
 	if len(s) != 36 || s[8] != '-' || s[13] != '-' || s[18] != '-' || s[23] != '-' {
 		return u, false
@@ -22,9 +27,9 @@ func uuidOf(s string) (uuidKey, bool) {
 		if i == 8 || i == 13 || i == 18 || i == 23 {
 			continue // a hyphen, checked above
 		}
-		d, ok := lowerHex(s[i])
+		d, ok := LowerHexDigit(s[i])
 		if !ok {
-			return uuidKey{}, false
+			return [16]byte{}, false
 		}
 		u[j/2] |= d << (4 * (1 - j%2))
 		j++
@@ -32,7 +37,8 @@ func uuidOf(s string) (uuidKey, bool) {
 	return u, true
 }
 
-func lowerHex(c byte) (byte, bool) {
+// LowerHexDigit returns the value of a lowercase hex digit.
+func LowerHexDigit(c byte) (byte, bool) {
 	switch {
 	case c >= '0' && c <= '9':
 		return c - '0', true
@@ -44,18 +50,20 @@ func lowerHex(c byte) (byte, bool) {
 
 // String is the UUID in its canonical form.
 func (u uuidKey) String() string {
-	const digits = "0123456789abcdef"
 	var b [36]byte
-	j := 0
+	return string(AppendUUID(b[:0], u))
+}
+
+// AppendUUID appends the canonical text of a UUID's 16 bytes.
+func AppendUUID(b []byte, u [16]byte) []byte {
+	const digits = "0123456789abcdef"
 	for i, c := range u {
 		if i == 4 || i == 6 || i == 8 || i == 10 {
-			b[j] = '-'
-			j++
+			b = append(b, '-')
 		}
-		b[j], b[j+1] = digits[c>>4], digits[c&15]
-		j += 2
+		b = append(b, digits[c>>4], digits[c&15])
 	}
-	return string(b[:])
+	return b
 }
 
 // appendID appends an id: a canonical UUID as a 0 and its 16 bytes, any
