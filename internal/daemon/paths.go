@@ -204,8 +204,12 @@ func (r *reader) newFileState(p, rel string) *fileState {
 		// Split leaves the separator at the end of dir (and of relDir).
 		dir = dir[:len(dir)-1]
 		relDir = strings.TrimSuffix(relDir, string(filepath.Separator))
-		f.dir, f.nameKind, f.name = r.dirOf(dir, relDir), kind, packed
-		return f
+		// Only when rel reads back (an unclean path, "projects//x",
+		// may leave it a separator of its own).
+		if relDir == "" && rel == name || relDir != "" && rel == relDir+string(filepath.Separator)+name {
+			f.dir, f.nameKind, f.name = r.dirOf(dir, relDir), kind, packed
+			return f
+		}
 	}
 	f.dir = &dirEntry{path: p, rel: rel}
 	return f

@@ -56,6 +56,13 @@ func TestTablePathsReadBackAsGiven(t *testing.T) {
 		{"-p/-p/" + id + ".jsonl", nameUUID},
 	}
 	rd, abs := newTestReader(t)
+	// A path left unclean after projects/ keeps its rel as relOf gave it.
+	unclean := filepath.Join(rd.cfg.ClaudeDirs[0], "projects") + "//" + id + ".jsonl"
+	if f := rd.add(unclean); f == nil || f.path() != unclean || f.rel() != "/"+id+".jsonl" || rd.sessionID(f) != session.ClassifySource("/"+id+".jsonl").SessionID {
+		t.Errorf("%s: not read back", unclean)
+	} else {
+		rd.drop(unclean)
+	}
 	for _, tt := range tests {
 		p := abs(tt.rel)
 		f := rd.add(p)
