@@ -17,8 +17,9 @@ import (
 // softMemoryLimit: with the ~16 MiB of the binary's code pages it keeps
 // the resident size under 64 MiB where the default pacing let a history of
 // 20,000 files (a live heap of about 35 MiB at the end of its backfill)
-// reach 68 MiB. Once the live heap passes four fifths of it (38.4 MiB) the
-// limit is lifted for good, so that a larger history never makes the
+// reach 68 MiB. Once the live heap passes 32 MiB, where the limit would
+// leave it less room than minHeadroom (48 MiB less 12 of room and about 4
+// of the runtime's own), the limit is lifted for good, so that a larger history never makes the
 // collector run back to back; from then on the heap's room to grow is
 // bounded instead: GOGC is lowered so that it may grow minHeadroom past
 // the live heap, but never less than a fifth of it (GOGC 20), so that a
@@ -38,6 +39,7 @@ const (
 	softMemoryLimit = 48 << 20
 	minHeadroom     = 12 << 20
 	minGCPercent    = 20
+	nonHeap         = 4 << 20
 )
 
 // gcPercentFor is the GOGC for a live heap once the limit is lifted.
@@ -100,7 +102,14 @@ func (s *softLimit) release() {
 	}
 }
 
-// check lifts the limit once the live heap passes four fifths of it
+// liftAt is the live heap past which the limit is lifted: where the
+// limit leaves the heap no more room than minHeadroom (the rest of the
+// runtime's memory, nonHeap, counts against the limit too).
+func (s *softLimit) liftAt() uint64 {
+	return uint64(max(0, s.limit-minHeadroom-nonHeap))
+}
+
+// check lifts the limit once the live heap passes liftAt
 // outside a hold, then sets GOGC for the live heap; it reports whether to
 // keep checking.
 func (s *softLimit) check() bool {
@@ -109,7 +118,7 @@ func (s *softLimit) check() bool {
 	}
 	live := s.live()
 	if !s.lifted.Load() {
-		if s.held.Load() > 0 || live <= uint64(s.limit)/5*4 {
+		if s.held.Load() > 0 || live <= s.liftAt() {
 			return true
 		}
 		s.lifted.Store(true)

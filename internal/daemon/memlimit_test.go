@@ -17,12 +17,12 @@ func TestSoftMemoryLimitThenGOGCBoundTheHeapsRoomToGrow(t *testing.T) {
 		wantLifts int      // times the limit was lifted
 		wantGC    []int    // the GOGC values set, in order
 	}{
-		{"a small heap keeps the limit and GOGC", []uint64{10 * mib, 20 * mib, 38 * mib}, nil, 0, nil},
-		{"past four fifths of the limit it is lifted and GOGC bounds the room",
-			[]uint64{20 * mib, 40 * mib, 48 * mib, 64 * mib, 10 * mib}, nil, 1, []int{30, 25, 20, 100}},
+		{"a small heap keeps the limit and GOGC", []uint64{10 * mib, 20 * mib, 32 * mib}, nil, 0, nil},
+		{"past where the limit leaves less room than minHeadroom it is lifted and GOGC bounds the room",
+			[]uint64{20 * mib, 33 * mib, 40 * mib, 48 * mib, 64 * mib, 10 * mib}, nil, 1, []int{36, 30, 25, 20, 100}},
 		{"GOGC never goes below 20", []uint64{39 * mib, 200 * mib}, nil, 1, []int{30, 20}},
 		{"moves under 5 are not made", []uint64{40 * mib, 41 * mib, 42 * mib}, nil, 1, []int{30}},
-		{"a state write's snapshot does not lift the limit", []uint64{30 * mib, 45 * mib, 30 * mib},
+		{"a state write's snapshot does not lift the limit", []uint64{30 * mib, 45 * mib, 31 * mib},
 			[]bool{false, true, false}, 0, nil},
 		{"a heap still large once the write is done does", []uint64{30 * mib, 45 * mib, 45 * mib},
 			[]bool{false, true, false}, 1, []int{26}},
