@@ -356,7 +356,7 @@ func (r *reader) forget(f *fileState) {
 
 func (r *reader) sorted() []*fileState {
 	out := slices.Clone(r.files)
-	sortForRead(out)
+	legacyAgentsLast(out) // the table is in path order already
 	r.self.FilesWatched.Set(float64(len(out)))
 	return out
 }
@@ -368,12 +368,15 @@ func (r *reader) sorted() []*fileState {
 // and its Task call, which name its type, even when the backfill settles
 // and closes sessions between groups of files.
 func sortForRead(files []*fileState) {
-	if !slices.IsSortedFunc(files, comparePaths) {
-		slices.SortFunc(files, comparePaths)
-	}
-	// A project directory's entries are one run in path order: its
-	// legacy agents wait until the run ends. (No keys are made: at
-	// 100,000 files they were 8 MB on the backfill's serial start.)
+	slices.SortFunc(files, comparePaths)
+	legacyAgentsLast(files)
+}
+
+// legacyAgentsLast moves the legacy agents of files, in path order, after
+// the rest of their project directory: its entries are one run in path
+// order, and its legacy agents wait until the run ends. (No keys are
+// made: at 100,000 files they were 8 MB on the backfill's serial start.)
+func legacyAgentsLast(files []*fileState) {
 	var (
 		wait []*fileState
 		dir  string

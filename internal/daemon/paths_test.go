@@ -175,6 +175,9 @@ func TestSortForReadPutsLegacyAgentsAfterTheirProject(t *testing.T) {
 	}
 	want := slices.Clone(rd.files)
 	slices.SortFunc(want, func(a, b *fileState) int { return strings.Compare(key(a), key(b)) })
+	if got := rd.sorted(); !slices.Equal(got, want) {
+		t.Errorf("sorted() from the table's order differs from the keys' order")
+	}
 	rng := rand.New(rand.NewPCG(1, 2))
 	for i := range 20 {
 		got := slices.Clone(rd.files)
