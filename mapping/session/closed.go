@@ -140,38 +140,52 @@ func (c *closedSessions) forget(loc closedLoc) {
 	}
 }
 
-// lookup returns where the session id is.
-func (c *closedSessions) lookup(id string) (closedLoc, bool) {
-	if u, ok := uuidOf(id); ok {
-		loc, ok := c.uuids[u]
+// closedKey is a session id as the maps key it: its UUID's bytes when it
+// is one (uuidOf), else the string. Made once per call (keyOf), not once
+// per map operation.
+type closedKey struct {
+	id     string
+	u      uuidKey
+	isUUID bool
+}
+
+func keyOf(id string) closedKey {
+	u, ok := uuidOf(id)
+	return closedKey{id: id, u: u, isUUID: ok}
+}
+
+// lookup returns where the session k is.
+func (c *closedSessions) lookup(k closedKey) (closedLoc, bool) {
+	if k.isUUID {
+		loc, ok := c.uuids[k.u]
 		return loc, ok
 	}
-	loc, ok := c.others[id]
+	loc, ok := c.others[k.id]
 	return loc, ok
 }
 
-// set records that the session id is at loc.
-func (c *closedSessions) set(id string, loc closedLoc) {
-	if u, ok := uuidOf(id); ok {
+// set records that the session k is at loc.
+func (c *closedSessions) set(k closedKey, loc closedLoc) {
+	if k.isUUID {
 		if c.uuids == nil {
 			c.uuids = map[uuidKey]closedLoc{}
 		}
-		c.uuids[u] = loc
+		c.uuids[k.u] = loc
 		return
 	}
 	if c.others == nil {
 		c.others = map[string]closedLoc{}
 	}
-	c.others[id] = loc
+	c.others[k.id] = loc
 }
 
-// remove forgets where the session id is (not its bytes: see forget).
-func (c *closedSessions) remove(id string) {
-	if u, ok := uuidOf(id); ok {
-		delete(c.uuids, u)
+// remove forgets where the session k is (not its bytes: see forget).
+func (c *closedSessions) remove(k closedKey) {
+	if k.isUUID {
+		delete(c.uuids, k.u)
 		return
 	}
-	delete(c.others, id)
+	delete(c.others, k.id)
 }
 
 // Flags of a packed closed session, in one byte after the session's
@@ -247,18 +261,20 @@ func (c *closedSessions) put(s *sessState) {
 			b = binary.AppendVarint(b, int64(d))
 		}
 	}
-	if old, ok := c.lookup(s.id); ok {
-		c.remove(s.id)
+	k := keyOf(s.id)
+	if old, ok := c.lookup(k); ok {
+		c.remove(k)
 		c.forget(old)
 	}
-	c.set(s.id, c.store(b))
+	c.set(k, c.store(b))
 	c.scratch = b
 }
 
 // take unpacks the closed session id and removes it from the packed ones
 // (nil when it is not there).
 func (c *closedSessions) take(id string) *sessState {
-	loc, ok := c.lookup(id)
+	k := keyOf(id)
+	loc, ok := c.lookup(k)
 	if !ok {
 		return nil
 	}
@@ -271,7 +287,7 @@ func (c *closedSessions) take(id string) *sessState {
 		// Packed by put on this goroutine: it cannot be damaged.
 		panic(err)
 	}
-	c.remove(id)
+	c.remove(k)
 	c.forget(loc)
 	s := sessionOf(&ss.SessionState, time.Time{})
 	s.lastSide = ss.lastSide
@@ -281,7 +297,7 @@ func (c *closedSessions) take(id string) *sessState {
 // project returns the project (working dir, else project dir) of the
 // closed session id.
 func (c *closedSessions) project(id string) (string, bool) {
-	loc, ok := c.lookup(id)
+	loc, ok := c.lookup(keyOf(id))
 	if !ok {
 		return "", false
 	}

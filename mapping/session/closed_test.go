@@ -163,7 +163,7 @@ func TestClosedSessionDamagedIsAnError(t *testing.T) {
 	full.Ended = true
 	var c closedSessions
 	c.put(sessionOf(&full, time.Time{}))
-	loc, ok := c.lookup(full.ID)
+	loc, ok := c.lookup(keyOf(full.ID))
 	if !ok {
 		t.Fatal("the session is not packed")
 	}
