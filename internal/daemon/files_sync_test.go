@@ -222,12 +222,10 @@ func TestTableHoldsAFileInAbout120Bytes(t *testing.T) {
 		t.Skipf("pinned for 64-bit Linux, the size benchmarked; this is %s/%s", runtime.GOOS, runtime.GOARCH)
 	}
 	const n = 20000
-	root := t.TempDir()
-	cfg := &Config{ClaudeDirs: []string{root}}
-	rd := newReader(cfg, slog.New(slog.DiscardHandler), prom.NewSelf(prometheus.NewRegistry()), nil, transcript.Options{}, time.Now)
+	rd, abs := newTestReader(t)
 	paths := make([]string, n)
 	for i := range paths {
-		paths[i] = filepath.Join(root, "projects", fmt.Sprintf("-home-user-project-%d", i%50), fmt.Sprintf("%08x-0000-4000-8000-%012x.jsonl", i, i))
+		paths[i] = abs(fmt.Sprintf("-home-user-project-%d/%08x-0000-4000-8000-%012x.jsonl", i%50, i, i))
 	}
 	slices.Sort(paths)
 	rd.files = make([]*fileState, 0, n)
