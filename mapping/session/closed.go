@@ -22,8 +22,8 @@ package session
 // they are half of what the chunks hold, the live ones are copied to new
 // chunks.
 //
-// A session's id is most often a canonical UUID (uuid.go): a map keys it
-// by its 16 bytes, and its string is built again only when the session is
+// A session's id is most often a canonical UUID (uuid.go): an index keys
+// it by its 16 bytes (closed_index.go), and its string is built again only when the session is
 // unpacked or listed. Kept as a string, an id the file table's paths no
 // longer hold is an allocation of 48 bytes of its own (4.8 MB at 100,000
 // sessions; TestClosedSessionsDoNotKeepUUIDIds). Any other id (upper
@@ -44,7 +44,7 @@ type closedSessions struct {
 	// UUID are in chunks (closedLoc), by the id's bytes; others is where
 	// those of every other session are, by its id. An id is in one of
 	// them only, as uuidOf says.
-	uuids  map[uuidKey]closedLoc
+	uuids  uuidLocs
 	others map[string]closedLoc
 	chunks [][]byte
 	// held is how many bytes the chunks hold, dead how many of them are
@@ -61,12 +61,11 @@ type closedSessions struct {
 
 // packedClosed is what a Frozen holds of the closed sessions: where
 // their packed bytes are, in chunks whose bytes are never changed, and the
-// table they index. The session whose id is uuids[i] is at uuidAt[i], the
-// one whose id is others[i] at otherAt[i] (closedSessions.uuids and
-// others): a frozen state builds no id strings.
+// table they index. uuids is a frozen view of closedSessions.uuids; the
+// session whose id is others[i] is at otherAt[i]: a frozen state builds no
+// id strings.
 type packedClosed struct {
-	uuids   []uuidKey
-	uuidAt  []closedLoc
+	uuids   frozenUUIDLocs
 	others  []string
 	otherAt []closedLoc
 	chunks  [][]byte
@@ -132,9 +131,7 @@ func (c *closedSessions) forget(loc closedLoc) {
 		}
 		return c.store(b)
 	}
-	for u, loc := range c.uuids {
-		c.uuids[u] = moved(loc)
-	}
+	c.uuids.relocate(moved)
 	for id, loc := range c.others {
 		c.others[id] = moved(loc)
 	}
@@ -157,8 +154,7 @@ func keyOf(id string) closedKey {
 // lookup returns where the session k is.
 func (c *closedSessions) lookup(k closedKey) (closedLoc, bool) {
 	if k.isUUID {
-		loc, ok := c.uuids[k.u]
-		return loc, ok
+		return c.uuids.get(k.u)
 	}
 	loc, ok := c.others[k.id]
 	return loc, ok
@@ -167,10 +163,7 @@ func (c *closedSessions) lookup(k closedKey) (closedLoc, bool) {
 // set records that the session k is at loc.
 func (c *closedSessions) set(k closedKey, loc closedLoc) {
 	if k.isUUID {
-		if c.uuids == nil {
-			c.uuids = map[uuidKey]closedLoc{}
-		}
-		c.uuids[k.u] = loc
+		c.uuids.set(k.u, loc)
 		return
 	}
 	if c.others == nil {
@@ -182,7 +175,7 @@ func (c *closedSessions) set(k closedKey, loc closedLoc) {
 // remove forgets where the session k is (not its bytes: see forget).
 func (c *closedSessions) remove(k closedKey) {
 	if k.isUUID {
-		delete(c.uuids, k.u)
+		c.uuids.remove(k.u)
 		return
 	}
 	delete(c.others, k.id)
@@ -204,7 +197,7 @@ func (s *sessState) packable() bool {
 	return s.ended && !s.hasCtx && len(s.openTools) == 0 && len(s.agents) == 0 && len(s.pendingTasks) == 0 && len(s.side) == 0
 }
 
-func (c *closedSessions) len() int { return len(c.uuids) + len(c.others) }
+func (c *closedSessions) len() int { return c.uuids.len() + len(c.others) }
 
 // put packs s, which must be packable.
 func (c *closedSessions) put(s *sessState) {
@@ -312,13 +305,9 @@ func (c *closedSessions) project(id string) (string, bool) {
 // freeze returns the packed sessions as they are now.
 func (c *closedSessions) freeze() packedClosed {
 	p := packedClosed{
-		uuids: make([]uuidKey, 0, len(c.uuids)), uuidAt: make([]closedLoc, 0, len(c.uuids)),
+		uuids:  c.uuids.freeze(),
 		others: make([]string, 0, len(c.others)), otherAt: make([]closedLoc, 0, len(c.others)),
 		chunks: slices.Clone(c.chunks), strs: c.strs,
-	}
-	for u, loc := range c.uuids {
-		p.uuids = append(p.uuids, u)
-		p.uuidAt = append(p.uuidAt, loc)
 	}
 	for id, loc := range c.others {
 		p.others = append(p.others, id)
@@ -332,7 +321,7 @@ func (c *closedSessions) freeze() packedClosed {
 // session is yielded.
 func (c *closedSessions) all() iter.Seq2[SessionState, error] {
 	return unpackAll(func(yield func(string, closedLoc) bool) {
-		for u, loc := range c.uuids {
+		for u, loc := range c.uuids.all() {
 			if !yield(u.String(), loc) {
 				return
 			}
@@ -348,8 +337,8 @@ func (c *closedSessions) all() iter.Seq2[SessionState, error] {
 // all yields the frozen closed sessions; see closedSessions.all.
 func (p *packedClosed) all() iter.Seq2[SessionState, error] {
 	return unpackAll(func(yield func(string, closedLoc) bool) {
-		for i, u := range p.uuids {
-			if !yield(u.String(), p.uuidAt[i]) {
+		for u, loc := range p.uuids.all() {
+			if !yield(u.String(), loc) {
 				return
 			}
 		}

@@ -241,7 +241,11 @@ func TestClosedSessionsTakenAreReclaimed(t *testing.T) {
 		check("frozen view", v.p.all(), v.want)
 	}
 	live := 0
-	for _, loc := range append(slices.Collect(maps.Values(c.uuids)), slices.Collect(maps.Values(c.others))...) {
+	locs := slices.Collect(maps.Values(c.others))
+	for _, loc := range c.uuids.all() {
+		locs = append(locs, loc)
+	}
+	for _, loc := range locs {
 		b, err := packedAt(c.chunks, loc)
 		if err != nil {
 			t.Fatal(err)
@@ -302,9 +306,9 @@ func TestClosedSessionsKeepEveryID(t *testing.T) {
 		c.put(sessionOf(&ss, time.Time{}))
 		want[tc.id] = ss
 	}
-	if c.len() != len(cases) || len(c.uuids) != bytes || len(c.others) != len(cases)-bytes {
+	if c.len() != len(cases) || c.uuids.len() != bytes || len(c.others) != len(cases)-bytes {
 		t.Fatalf("%d sessions packed, %d by their UUIDs, %d by their ids; want %d, %d, %d",
-			c.len(), len(c.uuids), len(c.others), len(cases), bytes, len(cases)-bytes)
+			c.len(), c.uuids.len(), len(c.others), len(cases), bytes, len(cases)-bytes)
 	}
 	// listed checks that all yields each session of want once, as it is
 	// there.
@@ -328,8 +332,8 @@ func TestClosedSessionsKeepEveryID(t *testing.T) {
 		}
 	}
 	frozen := c.freeze()
-	if len(frozen.uuids) != bytes || len(frozen.others) != len(cases)-bytes {
-		t.Errorf("frozen: %d sessions by their UUIDs, %d by their ids; want %d, %d", len(frozen.uuids), len(frozen.others), bytes, len(cases)-bytes)
+	if n := len(maps.Collect(frozen.uuids.all())); n != bytes || len(frozen.others) != len(cases)-bytes {
+		t.Errorf("frozen: %d sessions by their UUIDs, %d by their ids; want %d, %d", n, len(frozen.others), bytes, len(cases)-bytes)
 	}
 	listed(t, "live", c.all(), want)
 	listed(t, "frozen", frozen.all(), want)
@@ -337,7 +341,7 @@ func TestClosedSessionsKeepEveryID(t *testing.T) {
 	for i, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			u, isUUID := uuidOf(tc.id)
-			_, inBytes := c.uuids[u]
+			_, inBytes := c.uuids.get(u)
 			_, inStrings := c.others[tc.id]
 			if isUUID != tc.byBytes || inBytes != tc.byBytes || inStrings == tc.byBytes {
 				t.Errorf("a UUID %v, kept by its bytes %v, by its string %v; want by its bytes %v", isUUID, inBytes, inStrings, tc.byBytes)
