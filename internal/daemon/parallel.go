@@ -269,7 +269,10 @@ func (r *reader) readFiles(files []*fileState, atEOF bool) int {
 		}
 	}
 	now := r.now()
-	changed := map[*fileState]bool{}
+	// A file's ranges are consumed in order, one after another: it is
+	// counted at the first that read (a set of the files read held an
+	// entry per file to the end of a backfill, 4.6 MB at 100,000).
+	changed, last := 0, (*fileState)(nil)
 	big := false
 	defer func() {
 		if big {
@@ -307,13 +310,15 @@ func (r *reader) readFiles(files []*fileState, atEOF bool) int {
 			r.changing(f)
 			f.offset = d.rg.End
 			r.version.Add(1)
-			changed[f] = true
+			if f != last {
+				changed, last = changed+1, f
+			}
 		}
 		if d.last && r.live && d.err == nil {
 			r.self.TailLag.Observe(max(0, r.now().Sub(f.modTime()).Seconds()))
 		}
 	})
-	return len(changed)
+	return changed
 }
 
 // openFailed reports a transcript that could not be opened. A path that is
