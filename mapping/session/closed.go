@@ -231,8 +231,8 @@ func (c *closedSessions) put(s *sessState) {
 		}
 	}
 	b = append(b, flags)
-	b = appendClosedTime(b, s.start)
-	b = appendClosedTime(b, s.last)
+	b = appendClosedTime(b, s.start, time.Time{})
+	b = appendClosedTime(b, s.last, s.start)
 	b = binary.AppendUvarint(b, uint64(s.turns))
 	if t != nil {
 		if flags&closedTurnOwnSession != 0 {
@@ -245,11 +245,11 @@ func (c *closedSessions) put(s *sessState) {
 		b = c.appendShared(b, t.Project)
 		b = appendID(b, t.PromptUUID)
 		b = binary.AppendVarint(b, int64(t.Number))
-		b = appendClosedTime(b, t.Start)
-		b = appendClosedTime(b, t.End)
+		b = appendClosedTime(b, t.Start, s.start)
+		b = appendClosedTime(b, t.End, s.start)
 		b = appendInline(b, t.Prompt)
 		b = binary.AppendVarint(b, int64(t.Requests))
-		b = appendClosedTime(b, t.Closed)
+		b = appendClosedTime(b, t.Closed, s.start)
 		for _, d := range [...]time.Duration{t.SincePrevious, t.Work, t.Reported, t.Active, t.Counted} {
 			b = binary.AppendVarint(b, int64(d))
 		}
@@ -382,19 +382,35 @@ func (c *closedSessions) appendShared(b []byte, s string) []byte {
 }
 
 // Times of a packed closed session: most are UTC to the millisecond (as
-// transcripts write them) and take a tag and the milliseconds; others are
-// written as gob writes them.
+// transcripts write them) and take a tag and the milliseconds, or, after
+// the session's start, the milliseconds since it (its other times are
+// minutes or hours after it: 2 to 4 bytes where a date takes 6; 100,000
+// sessions: 2 MB); others are written as gob writes them.
 const (
 	closedTimeZero = iota
 	closedTimeMilli
 	closedTimeOther
+	closedTimeSince
 )
 
-func appendClosedTime(b []byte, t time.Time) []byte {
+// milliUTC reports whether t is UTC to the millisecond.
+func milliUTC(t time.Time) bool {
+	return t.Location() == time.UTC && t.Nanosecond()%1e6 == 0 && t.Equal(time.UnixMilli(t.UnixMilli()))
+}
+
+// appendClosedTime appends t, as the milliseconds since base when both
+// are UTC to the millisecond (base zero: never).
+func appendClosedTime(b []byte, t, base time.Time) []byte {
 	switch {
 	case t.IsZero():
 		return append(b, closedTimeZero)
-	case t.Location() == time.UTC && t.Nanosecond()%1e6 == 0 && t.Equal(time.UnixMilli(t.UnixMilli())):
+	case milliUTC(t):
+		if !base.IsZero() && milliUTC(base) {
+			// The difference may wrap (years apart at the ends of
+			// int64): adding it back wraps back.
+			b = append(b, closedTimeSince)
+			return binary.AppendVarint(b, t.UnixMilli()-base.UnixMilli())
+		}
 		b = append(b, closedTimeMilli)
 		return binary.AppendVarint(b, t.UnixMilli())
 	default:
@@ -402,7 +418,8 @@ func appendClosedTime(b []byte, t time.Time) []byte {
 	}
 }
 
-func (u *unpacker) closedTime() time.Time {
+// closedTime reads what appendClosedTime appended with the same base.
+func (u *unpacker) closedTime(base time.Time) time.Time {
 	switch u.byte() {
 	case closedTimeZero:
 		return time.Time{}
@@ -410,6 +427,10 @@ func (u *unpacker) closedTime() time.Time {
 		return time.UnixMilli(u.varint()).UTC()
 	case closedTimeOther:
 		return u.time()
+	case closedTimeSince:
+		if !base.IsZero() {
+			return time.UnixMilli(base.UnixMilli() + u.varint()).UTC()
+		}
 	}
 	u.err, u.b = errPacked, nil
 	return time.Time{}
@@ -437,7 +458,8 @@ func unpackClosed(ss *closedState, id string, packed []byte, strs []string) erro
 	ss.Slug, ss.Title, ss.lastSide = u.inline(), u.inline(), u.inline()
 	flags := u.byte()
 	ss.setFlags(flags)
-	ss.Start, ss.Last = u.closedTime(), u.closedTime()
+	ss.Start = u.closedTime(time.Time{})
+	ss.Last = u.closedTime(ss.Start)
 	ss.Turns = int(u.uvarint())
 	if flags&closedHasTurn != 0 {
 		t := &Turn{HasReported: flags&closedTurnHasReported != 0, Again: flags&closedTurnAgain != 0}
@@ -456,10 +478,10 @@ func unpackClosed(ss *closedState, id string, packed []byte, strs []string) erro
 			t.TurnID = t.PromptUUID
 		}
 		t.Number = int(u.varint())
-		t.Start, t.End = u.closedTime(), u.closedTime()
+		t.Start, t.End = u.closedTime(ss.Start), u.closedTime(ss.Start)
 		t.Prompt = u.inline()
 		t.Requests = int(u.varint())
-		t.Closed = u.closedTime()
+		t.Closed = u.closedTime(ss.Start)
 		for _, d := range [...]*time.Duration{&t.SincePrevious, &t.Work, &t.Reported, &t.Active, &t.Counted} {
 			*d = time.Duration(u.varint())
 		}

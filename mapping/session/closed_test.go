@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"iter"
 	"maps"
+	"math"
 	"reflect"
 	"runtime"
 	"slices"
@@ -109,6 +110,22 @@ func TestClosedSessionPackedKeepsEveryField(t *testing.T) {
 			s.Turn.Start = time.Date(9999, 1, 1, 0, 0, 0, 0, time.UTC)
 			s.Turn.End = time.Date(1, 1, 1, 0, 0, 0, 1_000_000, time.UTC)
 			s.Turn.Closed = time.Date(292277026, 1, 1, 0, 0, 0, 0, time.UTC)
+		}},
+		{"times after the start, before it, and so far from it that the difference wraps", func(s *SessionState) {
+			s.Start = time.Date(1, 1, 1, 0, 0, 0, 0, time.UTC)
+			s.Last = s.Start.Add(-time.Millisecond)
+			s.Turn.Start = s.Start.Add(90 * time.Minute)
+			s.Turn.End = time.Date(292277026, 1, 1, 0, 0, 0, 0, time.UTC)
+			s.Turn.Closed = time.UnixMilli(math.MaxInt64).UTC() // the milliseconds since the start wrap
+		}},
+		{"a start with a zone, times after it", func(s *SessionState) {
+			s.Start = time.Date(2026, 11, 27, 10, 0, 0, 0, time.FixedZone("", -8*3600))
+			s.Last = time.Date(2026, 11, 27, 19, 0, 0, 5_000_000, time.UTC)
+			s.Turn.Start, s.Turn.End, s.Turn.Closed = s.Last, s.Last.Add(time.Second), s.Last.Add(time.Hour)
+		}},
+		{"a start with nanoseconds, times after it", func(s *SessionState) {
+			s.Start = time.Date(2026, 11, 27, 10, 0, 0, 1, time.UTC)
+			s.Last = s.Start.Add(time.Hour - 1)
 		}},
 	}
 	var c closedSessions
