@@ -17,9 +17,9 @@ func TestSoftMemoryLimitThenGOGCBoundTheHeapsRoomToGrow(t *testing.T) {
 		wantLifts int      // times the limit was lifted
 		wantGC    []int    // the GOGC values set, in order
 	}{
-		{"a small heap keeps the limit and GOGC", []uint64{10 * mib, 20 * mib, 32 * mib}, nil, 0, nil},
-		{"past where the limit leaves less room than minHeadroom it is lifted and GOGC bounds the room",
-			[]uint64{20 * mib, 33 * mib, 40 * mib, 48 * mib, 64 * mib, 10 * mib}, nil, 1, []int{36, 30, 25, 20, 100}},
+		{"a small heap keeps the limit and GOGC", []uint64{10 * mib, 20 * mib, 32 * mib, 36 * mib}, nil, 0, nil},
+		{"past where the limit leaves less room than liftRoom it is lifted and GOGC bounds the room",
+			[]uint64{20 * mib, 35 * mib, 37 * mib, 48 * mib, 64 * mib, 10 * mib}, nil, 1, []int{32, 25, 20, 100}},
 		{"GOGC never goes below 20", []uint64{39 * mib, 200 * mib}, nil, 1, []int{30, 20}},
 		{"moves under 5 are not made", []uint64{40 * mib, 41 * mib, 42 * mib}, nil, 1, []int{30}},
 		{"a state write's snapshot does not lift the limit", []uint64{30 * mib, 45 * mib, 31 * mib},
