@@ -28,48 +28,105 @@ import (
 // fileState is what the pipeline knows of one transcript file.
 type fileState struct {
 	// dir is the file's directory, shared with its siblings' entries
-	// (or its own, holding its whole path, when nameKind is nameWhole),
-	// name its name packed (paths.go): path() makes the path.
+	// (or its own, holding its whole path, when nameKind() is
+	// nameWhole), name its name packed (paths.go): path() makes the path.
 	dir *dirEntry
 	// offset: everything before it has been processed.
 	offset int64
 	// id, size and mtime (Unix nanoseconds) are from the file's last
-	// stat, when statted (id tells a new inode at the path).
+	// stat, when flagStatted (id tells a new inode at the path).
 	size  int64
 	mtime int64
 	id    fileID
-	// fp is the fingerprint of the file's first bytes (its identity in
-	// the state file); verify asks for a fingerprint check before the
-	// next read (after a restore).
-	fp checkpoint.Fingerprint
+	// fpSum and fpLen are the fingerprint of the file's first bytes (its
+	// identity in the state file; fingerprint()), its length in 16 bits
+	// where tail.Fingerprint's int32 took 2 bytes more.
+	fpSum [32]byte
+	fpLen uint16
+	// kinds holds the name's form (nameKind) and the session.SourceKind
+	// (kind), set when the entry is made. What session.ClassifySource
+	// tells of the path under projects/ is made when needed: kept in
+	// every entry, a whole Source was half the table (100,000 files: 13
+	// MB). kind is kept for sorting. path() reads nameKind on any
+	// goroutine (a state write): kinds shares no byte with flags, which
+	// the reader changes.
+	kinds uint8
+	flags fileFlags
 	// seen is the generation of the last scan that found the file.
-	seen     uint32
-	name     [16]byte
-	nameKind uint8
-	// What session.ClassifySource tells of the path under projects/ is
-	// made when needed: kept in every entry, a whole Source was half the
-	// table (100,000 files: 13 MB). kind is kept for sorting.
-	kind    session.SourceKind
-	statted bool
-	verify  bool
-	// metaRead says the subagent .meta.json was looked for (what it
-	// holds is in reader.metas).
-	metaRead bool
-	// warnedUsage says a rejected usage in this file was logged (once
-	// per file; the rest are only counted).
-	warnedUsage bool
-	// skipped says the path was found not to be a regular file (counted
-	// and logged once).
-	skipped bool
+	seen uint32
+	name [16]byte
 }
 
 // The table holds an entry per transcript for as long as the daemon runs,
 // so its size is the daemon's at 100,000 files: fields are ordered and
-// typed to fit a 112-byte size class on Unix, with its path's share of
-// its directory and its packed name (was 208, then 112 and 96 with the
-// path as a string of its own, 80 bytes more in the bench's trees; the
-// few subagents' .meta.json are in reader.metas, the device and inode
-// one hash).
+// typed to fit a 96-byte size class on Unix (stat_unix.go checks it),
+// with its path's share of its directory and its packed name (was 208,
+// then 112 and 96 with the path as a string of its own, 80 bytes more in
+// the bench's trees; the few subagents' .meta.json are in reader.metas,
+// the device and inode one hash; the fingerprint's length in 16 bits and
+// the flags in one byte took it from 112 to 96).
+
+// fileFlags are an entry's flags, one bit each.
+type fileFlags uint8
+
+const (
+	// flagStatted says id, size and mtime are from a stat.
+	flagStatted fileFlags = 1 << iota
+	// flagVerify asks for a fingerprint check before the next read
+	// (after a restore).
+	flagVerify
+	// flagMetaRead says the subagent .meta.json was looked for (what it
+	// holds is in reader.metas).
+	flagMetaRead
+	// flagWarnedUsage says a rejected usage in this file was logged
+	// (once per file; the rest are only counted).
+	flagWarnedUsage
+	// flagSkipped says the path was found not to be a regular file
+	// (counted and logged once).
+	flagSkipped
+)
+
+// has, set and unset read and change f's flags. They share a byte: an
+// entry's are changed on one goroutine at a time (prepare's on the
+// feeder, the others on the pipeline's).
+func (f *fileState) has(fl fileFlags) bool { return f.flags&fl != 0 }
+func (f *fileState) set(fl fileFlags)      { f.flags |= fl }
+func (f *fileState) unset(fl fileFlags)    { f.flags &^= fl }
+
+// fpLen holds any fingerprint's length.
+const _ uint16 = checkpoint.FingerprintBytes
+
+// fingerprint returns the fingerprint of the file's first bytes.
+func (f *fileState) fingerprint() checkpoint.Fingerprint {
+	return checkpoint.Fingerprint{Sum: f.fpSum, Len: int32(f.fpLen)}
+}
+
+// setFingerprint records fp, whose Len is at most
+// checkpoint.FingerprintBytes (tail.ParseFingerprint and
+// tail.FingerprintOf make no other).
+func (f *fileState) setFingerprint(fp checkpoint.Fingerprint) {
+	f.fpSum, f.fpLen = fp.Sum, uint16(fp.Len)
+}
+
+// kinds: the name's form in the low 2 bits, the source kind above.
+const nameKindBits = 2
+
+// The source kinds (SourceLegacyAgent the last) fit beside the name's
+// form.
+const _ uint8 = uint8(session.SourceLegacyAgent) << nameKindBits
+
+// kindsOf packs an entry's kinds.
+func kindsOf(name uint8, kind session.SourceKind) uint8 {
+	return uint8(kind)<<nameKindBits | name
+}
+
+// nameKind returns the form of f's name (nameWhole, nameUUID, nameAgent).
+func (f *fileState) nameKind() uint8 { return f.kinds & (1<<nameKindBits - 1) }
+
+// kind returns what f is by its place in the tree.
+func (f *fileState) kind() session.SourceKind {
+	return session.SourceKind(f.kinds >> nameKindBits)
+}
 
 // modTime returns the mtime of the file's last stat.
 func (f *fileState) modTime() time.Time { return time.Unix(0, f.mtime) }
@@ -77,13 +134,14 @@ func (f *fileState) modTime() time.Time { return time.Unix(0, f.mtime) }
 // setStat records a stat of the file. Modification times past 2262 (the
 // end of Unix nanoseconds in an int64) all read as one time.
 func (f *fileState) setStat(st os.FileInfo) {
-	f.statted, f.id, f.size, f.mtime = true, idOf(st), st.Size(), unixNano(st.ModTime())
+	f.set(flagStatted)
+	f.id, f.size, f.mtime = idOf(st), st.Size(), unixNano(st.ModTime())
 }
 
 // sameStat reports whether a file found with size and mtime looks as it
 // did at its last stat.
 func (f *fileState) sameStat(size int64, mtime time.Time) bool {
-	return f.statted && size == f.size && unixNano(mtime) == f.mtime
+	return f.has(flagStatted) && size == f.size && unixNano(mtime) == f.mtime
 }
 
 // unixNano is t.UnixNano, clamped to what an int64 holds.
@@ -255,7 +313,9 @@ func (r *reader) add(p string) *fileState {
 	f := r.newFileState(p, rel)
 	if e, ok := r.restored[p]; ok {
 		if fp, ok := checkpoint.EntryFingerprint(e); ok {
-			f.offset, f.fp, f.verify = e.Counted, fp, true
+			f.offset = e.Counted
+			f.setFingerprint(fp)
+			f.set(flagVerify)
 		} else {
 			// Not the file's identity: read it from the start (global
 			// dedup keeps what was counted from counting twice).
@@ -296,7 +356,7 @@ func (r *reader) relOf(p string) (string, bool) {
 // sessionID returns the session f belongs to by its place in the tree
 // ("" for a legacy agent or another file: their records tell).
 func (r *reader) sessionID(f *fileState) string {
-	if f.kind != session.SourceSession && f.kind != session.SourceSubagent {
+	if k := f.kind(); k != session.SourceSession && k != session.SourceSubagent {
 		return ""
 	}
 	return session.ClassifySource(f.rel()).SessionID
@@ -349,7 +409,7 @@ func (r *reader) drop(p string) {
 // forget drops what is kept of f outside its entry.
 func (r *reader) forget(f *fileState) {
 	r.release(f)
-	if f.metaRead {
+	if f.has(flagMetaRead) {
 		r.setMeta(f, nil)
 	}
 }
@@ -386,7 +446,7 @@ func legacyAgentsLast(files []*fileState) {
 		if len(wait) > 0 && !under(f, dir) {
 			out, wait = append(out, wait...), wait[:0]
 		}
-		if f.kind == session.SourceLegacyAgent {
+		if f.kind() == session.SourceLegacyAgent {
 			if len(wait) == 0 {
 				dir = dirOfEntry(f)
 			}
@@ -409,7 +469,7 @@ func comparePaths(a, b *fileState) int {
 
 // dirOfEntry returns the directory f is in.
 func dirOfEntry(f *fileState) string {
-	if f.nameKind == nameWhole {
+	if f.nameKind() == nameWhole {
 		return filepath.Dir(f.dir.path)
 	}
 	return f.dir.path
@@ -418,7 +478,7 @@ func dirOfEntry(f *fileState) string {
 // under reports whether f's path is in dir or below it.
 func under(f *fileState, dir string) bool {
 	p := f.dir.path
-	if f.nameKind != nameWhole && p == dir {
+	if f.nameKind() != nameWhole && p == dir {
 		return true
 	}
 	return len(p) > len(dir) && p[len(dir)] == filepath.Separator && p[:len(dir)] == dir
@@ -436,31 +496,31 @@ type subagentMeta struct {
 const maxMetaBytes = 1 << 20
 
 func (r *reader) readMeta(f *fileState) {
-	if f.metaRead {
+	if f.has(flagMetaRead) {
 		return
 	}
 	mp := session.MetaPath(f.path())
 	if mp == "" {
-		f.metaRead = true
+		f.set(flagMetaRead)
 		return
 	}
 	b, err := safefile.ReadFile(mp, maxMetaBytes)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, safefile.ErrNotRegular) || errors.Is(err, safefile.ErrTooLarge) {
-			f.metaRead = true
+			f.set(flagMetaRead)
 		}
 		return
 	}
 	var m subagentMeta
 	if err := json.Unmarshal(b, &m); err != nil {
 		r.log.Debug("bad subagent meta", "path", mp, "err", err)
-		f.metaRead = true
+		f.set(flagMetaRead)
 		return
 	}
 	if m != (subagentMeta{}) {
 		r.setMeta(f, &m)
 	}
-	f.metaRead = true
+	f.set(flagMetaRead)
 }
 
 // readNew reads what was appended to f since its offset. atEOF hands an
@@ -480,13 +540,13 @@ func (r *reader) readNew(f *fileState, atEOF bool) bool {
 // else is read again from the start; global dedup keeps what was counted
 // from counting twice. It reports false when the check itself failed.
 func (r *reader) checkIdentity(f *fileState, fh *os.File, replaced bool) bool {
-	defer func() { f.verify = false }()
-	if f.offset == 0 && !replaced && !f.verify {
+	defer f.unset(flagVerify)
+	if f.offset == 0 && !replaced && !f.has(flagVerify) {
 		return true
 	}
 	same := true
-	if f.fp.Len > 0 {
-		ok, err := r.fpScratch.Matches(f.fp, fh)
+	if f.fpLen > 0 {
+		ok, err := r.fpScratch.Matches(f.fingerprint(), fh)
 		if err != nil {
 			r.log.Warn("fingerprint failed", "path", f.path(), "err", err)
 			return false
@@ -507,7 +567,8 @@ func (r *reader) checkIdentity(f *fileState, fh *os.File, replaced bool) bool {
 		r.log.Info("file replaced or rewritten, reading from the start", "path", f.path(), "offset", f.offset)
 		r.self.FilesReread.Inc()
 		r.changing(f)
-		f.offset, f.fp = 0, checkpoint.Fingerprint{}
+		f.offset = 0
+		f.setFingerprint(checkpoint.Fingerprint{})
 		r.version.Add(1)
 	}
 	return true
@@ -516,10 +577,10 @@ func (r *reader) checkIdentity(f *fileState, fh *os.File, replaced bool) bool {
 // updateFingerprint completes the fingerprint of a file that was shorter
 // than the fingerprint's length.
 func (r *reader) updateFingerprint(f *fileState, fh *os.File) {
-	if f.fp.Len < checkpoint.FingerprintBytes {
-		if fp, err := r.fpScratch.FingerprintOf(fh); err == nil && fp != f.fp {
+	if f.fpLen < checkpoint.FingerprintBytes {
+		if fp, err := r.fpScratch.FingerprintOf(fh); err == nil && fp != f.fingerprint() {
 			r.changing(f)
-			f.fp = fp
+			f.setFingerprint(fp)
 		}
 	}
 }
@@ -543,8 +604,8 @@ func (r *reader) record(f *fileState, rec *transcript.Record, now time.Time) {
 	}
 	if problem != "" {
 		r.self.InvalidUsage.WithLabelValues(string(problem)).Inc()
-		if !f.warnedUsage {
-			f.warnedUsage = true
+		if !f.has(flagWarnedUsage) {
+			f.set(flagWarnedUsage)
 			r.log.Warn("token usage rejected: counts must be whole numbers from 0 to 100,000,000; "+
 				"the line's tokens are not counted (later ones in this file only in claude_transcript_exporter_invalid_usage_total)",
 				"path", f.path(), "reason", problem)

@@ -52,7 +52,7 @@ func (f *follower) rescan() {
 		// A FIFO, socket or device at the path is looked at again (the
 		// reader counts it skipped once, and reads the path again once
 		// it is a regular file).
-		if fi.Irregular || fs.verify || fi.Size != fs.offset || !fs.sameStat(fi.Size, fi.ModTime) {
+		if fi.Irregular || fs.has(flagVerify) || fi.Size != fs.offset || !fs.sameStat(fi.Size, fi.ModTime) {
 			changed = append(changed, fs)
 		}
 	})

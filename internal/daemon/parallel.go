@@ -221,7 +221,7 @@ const DefaultGroupBytes = 64 << 20
 // continues reports whether f belongs with prev: a subagent file of the
 // same session (<session>.jsonl sorts right before <session>/subagents/).
 func (r *reader) continues(prev, f *fileState) bool {
-	if prev == nil || f.kind != session.SourceSubagent {
+	if prev == nil || f.kind() != session.SourceSubagent {
 		return false
 	}
 	id := r.sessionID(f)
@@ -332,10 +332,10 @@ func (r *reader) openFailed(f *fileState, err error) {
 		r.log.Warn("open failed", "path", f.path(), "err", err)
 		return
 	}
-	if f.skipped {
+	if f.has(flagSkipped) {
 		return
 	}
-	f.skipped = true
+	f.set(flagSkipped)
 	kind := "irregular"
 	path := f.path()
 	if st, serr := os.Lstat(path); serr == nil {
@@ -359,7 +359,7 @@ func (r *reader) prepare(f *fileState) (*os.File, int64, int64) {
 		replaced bool
 		path     = f.path()
 	)
-	if !f.statted && !f.verify {
+	if !f.has(flagStatted) && !f.has(flagVerify) {
 		// Never read (the backfill's case): open it and stat the open
 		// file, one path lookup instead of two.
 		if fh, st, err = safefile.Open(path); err != nil {
@@ -374,10 +374,10 @@ func (r *reader) prepare(f *fileState) (*os.File, int64, int64) {
 			r.openFailed(f, fmt.Errorf("%s: %w (%s)", path, safefile.ErrNotRegular, safefile.Kind(st.Mode())))
 			return nil, 0, 0
 		}
-		replaced = f.statted && !f.id.same(idOf(st))
+		replaced = f.has(flagStatted) && !f.id.same(idOf(st))
 		// Same size and time: nothing new. (A file rewritten to the same
 		// size has a new time: checkIdentity looks at it.)
-		if !replaced && !f.verify && st.Size() == f.offset && unixNano(st.ModTime()) == f.mtime {
+		if !replaced && !f.has(flagVerify) && st.Size() == f.offset && unixNano(st.ModTime()) == f.mtime {
 			f.setStat(st)
 			return nil, 0, 0
 		}
@@ -387,9 +387,9 @@ func (r *reader) prepare(f *fileState) (*os.File, int64, int64) {
 			r.openFailed(f, err)
 			return nil, 0, 0
 		}
-		replaced = replaced || (f.statted && !f.id.same(idOf(st)))
+		replaced = replaced || (f.has(flagStatted) && !f.id.same(idOf(st)))
 	}
-	f.skipped = false
+	f.unset(flagSkipped)
 	if !r.checkIdentity(f, fh, replaced) {
 		fh.Close()
 		return nil, 0, 0
@@ -401,7 +401,8 @@ func (r *reader) prepare(f *fileState) (*os.File, int64, int64) {
 		r.log.Info("file shrank, reading again", "path", path, "offset", f.offset, "size", st.Size())
 		r.self.FilesReread.Inc()
 		r.changing(f)
-		f.offset, f.fp = 0, checkpoint.Fingerprint{}
+		f.offset = 0
+		f.setFingerprint(checkpoint.Fingerprint{})
 		r.version.Add(1)
 	}
 	if st.Size() == f.offset {

@@ -32,7 +32,7 @@ type dirEntry struct {
 	files int
 }
 
-// Forms of a packed name (fileState.nameKind).
+// Forms of a packed name (fileState.nameKind), in 2 bits.
 const (
 	// nameWhole: the name is not packed; dir.path is the whole path.
 	nameWhole uint8 = iota
@@ -84,7 +84,7 @@ const hexDigits = "0123456789abcdef"
 // appendName appends the file name f's entry packs (nothing for an
 // unpacked one).
 func (f *fileState) appendName(b []byte) []byte {
-	switch f.nameKind {
+	switch f.nameKind() {
 	case nameUUID:
 		b = session.AppendUUID(b, f.name)
 	case nameAgent:
@@ -102,16 +102,16 @@ func (f *fileState) appendName(b []byte) []byte {
 // appendPath appends f's path.
 func (f *fileState) appendPath(b []byte) []byte {
 	b = append(b, f.dir.path...)
-	if f.nameKind == nameWhole {
+	if f.nameKind() == nameWhole {
 		return b
 	}
 	return f.appendName(append(b, filepath.Separator))
 }
 
 // path returns f's path (a new string; safe on any goroutine: an entry's
-// directory and name never change).
+// directory, name and kinds never change).
 func (f *fileState) path() string {
-	if f.nameKind == nameWhole {
+	if f.nameKind() == nameWhole {
 		return f.dir.path
 	}
 	var buf [256]byte
@@ -122,7 +122,7 @@ func (f *fileState) path() string {
 // making f's.
 func (f *fileState) comparePath(p string) int {
 	d := f.dir.path
-	if f.nameKind == nameWhole {
+	if f.nameKind() == nameWhole {
 		return strings.Compare(d, p)
 	}
 	if len(p) <= len(d) {
@@ -149,7 +149,7 @@ func (f *fileState) comparePath(p string) int {
 // rel returns f's path under projects/ (a new string).
 func (f *fileState) rel() string {
 	d := f.dir
-	if f.nameKind == nameWhole {
+	if f.nameKind() == nameWhole {
 		return d.rel
 	}
 	var buf [256]byte
@@ -185,7 +185,7 @@ func (r *reader) dirOf(dir, rel string) *dirEntry {
 // release counts a file less in f's directory, and forgets the
 // directory once no entry shares it.
 func (r *reader) release(f *fileState) {
-	if f.nameKind == nameWhole {
+	if f.nameKind() == nameWhole {
 		return
 	}
 	d := f.dir
@@ -197,20 +197,21 @@ func (r *reader) release(f *fileState) {
 // newFileState makes the table entry of the transcript at path p, rel
 // under projects/; its directory is shared with its siblings'.
 func (r *reader) newFileState(p, rel string) *fileState {
-	f := &fileState{kind: session.ClassifySource(rel).Kind}
+	f := &fileState{}
+	src := session.ClassifySource(rel).Kind
 	dir, name := filepath.Split(p)
 	relDir, relName := filepath.Split(rel)
-	if kind, packed, ok := packName(name); ok && name == relName && len(dir) > 1 {
+	if nk, packed, ok := packName(name); ok && name == relName && len(dir) > 1 {
 		// Split leaves the separator at the end of dir (and of relDir).
 		dir = dir[:len(dir)-1]
 		relDir = strings.TrimSuffix(relDir, string(filepath.Separator))
 		// Only when rel reads back (an unclean path, "projects//x",
 		// may leave it a separator of its own).
 		if relDir == "" && rel == name || relDir != "" && rel == relDir+string(filepath.Separator)+name {
-			f.dir, f.nameKind, f.name = r.dirOf(dir, relDir), kind, packed
+			f.dir, f.kinds, f.name = r.dirOf(dir, relDir), kindsOf(nk, src), packed
 			return f
 		}
 	}
-	f.dir = &dirEntry{path: p, rel: rel}
+	f.dir, f.kinds = &dirEntry{path: p, rel: rel}, kindsOf(nameWhole, src)
 	return f
 }

@@ -70,8 +70,8 @@ func TestTablePathsReadBackAsGiven(t *testing.T) {
 			t.Fatalf("%s: not added", tt.rel)
 		}
 		rel := filepath.FromSlash(tt.rel)
-		if f.path() != p || f.rel() != rel || f.nameKind != tt.kind {
-			t.Errorf("%s: path %q rel %q kind %d, want %q %q %d", tt.rel, f.path(), f.rel(), f.nameKind, p, rel, tt.kind)
+		if f.path() != p || f.rel() != rel || f.nameKind() != tt.kind {
+			t.Errorf("%s: path %q rel %q kind %d, want %q %q %d", tt.rel, f.path(), f.rel(), f.nameKind(), p, rel, tt.kind)
 		}
 		if got, want := rd.sessionID(f), session.ClassifySource(rel).SessionID; got != want {
 			t.Errorf("%s: session %q, want %q", tt.rel, got, want)
@@ -168,7 +168,7 @@ func TestSortForReadPutsLegacyAgentsAfterTheirProject(t *testing.T) {
 		rd.add(abs(rel))
 	}
 	key := func(f *fileState) string {
-		if f.kind == session.SourceLegacyAgent {
+		if f.kind() == session.SourceLegacyAgent {
 			return filepath.Dir(f.path()) + string(filepath.Separator) + "\xff" + filepath.Base(f.path())
 		}
 		return f.path()

@@ -123,7 +123,7 @@ func (m *fileMarks) finish() {
 	m.mu.Unlock()
 }
 
-func markOf(f *fileState) fileMark { return fileMark{f: f, fp: f.fp, offset: f.offset} }
+func markOf(f *fileState) fileMark { return fileMark{f: f, fp: f.fingerprint(), offset: f.offset} }
 
 // inPlace is takeSnapshot for a snapshot written before the pipeline goes
 // on (at the end of the backfill and at shutdown): the assembler's

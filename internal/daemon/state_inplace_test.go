@@ -67,7 +67,7 @@ func TestStateWrittenInPlaceRestoresLikeACopy(t *testing.T) {
 		}
 		read := 0 // empty files have no watermark
 		for _, f := range rd.files {
-			if f.offset > 0 || f.fp.Len > 0 {
+			if f.offset > 0 || f.fpLen > 0 {
 				read++
 			}
 		}

@@ -42,7 +42,7 @@ func TestPeriodicStateWriteSavesTheWatermarksOfItsSnapshot(t *testing.T) {
 			want := map[string]checkpoint.Entry{}
 			for _, f := range rd.files {
 				if f.saved() {
-					want[f.path()] = checkpoint.Entry{Path: f.path(), Fingerprint: f.fp.Hex(), FPLen: int(f.fp.Len), Counted: f.offset, Exported: f.offset}
+					want[f.path()] = checkpoint.Entry{Path: f.path(), Fingerprint: f.fingerprint().Hex(), FPLen: int(f.fpLen), Counted: f.offset, Exported: f.offset}
 				}
 			}
 
@@ -85,7 +85,7 @@ func TestPeriodicStateWriteSavesTheWatermarksOfItsSnapshot(t *testing.T) {
 			}
 			moved := 0
 			for _, f := range files[:3] {
-				if w := want[f.path()]; w.Counted != f.offset || w.Fingerprint != f.fp.Hex() {
+				if w := want[f.path()]; w.Counted != f.offset || w.Fingerprint != f.fingerprint().Hex() {
 					moved++
 				}
 			}
