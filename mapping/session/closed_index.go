@@ -176,8 +176,13 @@ func (x *uuidLocs) all() iter.Seq2[uuidKey, closedLoc] {
 }
 
 // freeze returns a view of the entries as they are now, which later
-// changes leave alone: it shares the segments and copies the recent map.
+// changes leave alone: it shares the segments and copies the recent map
+// (merged in first and let go when it holds more than freezeCopyMax).
 func (x *uuidLocs) freeze() frozenUUIDLocs {
+	if len(x.recent) > freezeCopyMax {
+		x.merge(nil)
+		x.recent = nil
+	}
 	return frozenUUIDLocs{segs: slices.Clone(x.segs), recent: maps.Clone(x.recent)}
 }
 

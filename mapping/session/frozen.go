@@ -92,10 +92,21 @@ func (f *Frozen) EachSeenKey(n int, fn func([]uint64) error) error {
 	return eachBatch(f.seen.all(), n, fn)
 }
 
+// freezeCopyMax is the most recent entries a freeze copies: past it, it
+// merges them into the sorted ones first and lets their map go. A map of
+// recent entries grows to an eighth of the index before a merge and keeps
+// its room after it (100,000 files: 2.5 MB of maps, copied by every
+// periodic state write and held for good).
+const freezeCopyMax = 1024
+
 // freeze returns a view of x that later changes to x leave alone: the
 // sorted segments are shared (never changed: a new value waits in over
 // until a merge replaces them), the maps copied.
 func (x *doneIndex) freeze() doneIndex {
+	if len(x.recent)+len(x.over) > freezeCopyMax {
+		x.mergeRecent()
+		x.recent, x.over = nil, nil
+	}
 	return doneIndex{sorted: x.sorted.freeze(), recent: maps.Clone(x.recent), over: maps.Clone(x.over), wide: maps.Clone(x.wide)}
 }
 
@@ -103,6 +114,10 @@ func (x *doneIndex) freeze() doneIndex {
 // sorted segments are shared (they are only ever replaced by a merge), the
 // recent keys copied.
 func (s *keySet) freeze() keySet {
+	if len(s.recent) > freezeCopyMax {
+		s.mergeRecent()
+		s.recent = nil
+	}
 	return keySet{old: s.old.freeze(), recent: maps.Clone(s.recent)}
 }
 

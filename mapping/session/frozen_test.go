@@ -3,7 +3,10 @@ package session
 import (
 	"bytes"
 	"cmp"
+	"encoding/binary"
 	"encoding/gob"
+	"fmt"
+	"maps"
 	"path/filepath"
 	"slices"
 	"testing"
@@ -150,5 +153,75 @@ func TestFrozenPendingRequestKeepsItsAdvisorUsage(t *testing.T) {
 	}
 	if got := f.asm.StateHead().Requests[0].Advisor[0].Output; got != 50 {
 		t.Errorf("live advisor output = %d, want 50", got)
+	}
+}
+
+// TestFreezeMergesManyRecentEntriesFirst: a freeze with more than
+// freezeCopyMax recent entries merges them into the sorted segments and
+// lets their maps go, instead of copying them; the frozen view and the
+// live index still answer for every key, and later changes stay out of
+// the frozen view.
+func TestFreezeMergesManyRecentEntriesFirst(t *testing.T) {
+	for _, n := range []uint64{freezeCopyMax, freezeCopyMax + 1, 3 * freezeCopyMax} {
+		t.Run(fmt.Sprint(n, " recent"), func(t *testing.T) {
+			var x doneIndex
+			var s keySet
+			var u uuidLocs
+			uk := func(k uint64) uuidKey {
+				var b uuidKey
+				binary.BigEndian.PutUint64(b[8:], k)
+				return b
+			}
+			for k := uint64(1); k <= n; k++ {
+				x.put(k, doneReq{out: int64(k)})
+				s.add(k)
+				u.set(uk(k), closedLoc(k))
+			}
+			if len(x.recent) != int(n) || len(s.recent) != int(n) || len(u.recent) != int(n) {
+				t.Fatalf("%d, %d, %d recent before the freeze, want %d", len(x.recent), len(s.recent), len(u.recent), n)
+			}
+			fx, fs, fu := x.freeze(), s.freeze(), u.freeze()
+			merged := n > freezeCopyMax
+			for name, recent := range map[string]int{"requests": len(x.recent), "keys": len(s.recent), "uuids": len(u.recent)} {
+				if (recent == 0) != merged {
+					t.Errorf("%s: %d recent after the freeze, merged first: %v", name, recent, merged)
+				}
+			}
+			x.put(n+1, doneReq{out: 1})
+			x.put(1, doneReq{out: 1 << 20})
+			s.add(n + 1)
+			u.set(uk(n+1), 1)
+			u.remove(uk(1))
+			for k := uint64(1); k <= n; k++ {
+				if d, ok := fx.get(k); !ok || d.out != int64(k) {
+					t.Fatalf("frozen request %d: %d, %v", k, d.out, ok)
+				}
+				if !fs.has(k) {
+					t.Fatalf("frozen key %d missing", k)
+				}
+				want := int64(k)
+				if k == 1 {
+					want = 1 << 20
+				}
+				if d, ok := x.get(k); !ok || d.out != want {
+					t.Fatalf("live request %d: %d, %v; want %d", k, d.out, ok, want)
+				}
+				if !s.has(k) {
+					t.Fatalf("live key %d missing", k)
+				}
+				if loc, ok := u.get(uk(k)); k > 1 && (!ok || loc != closedLoc(k)) {
+					t.Fatalf("live uuid %d: %x, %v", k, loc, ok)
+				}
+			}
+			if _, ok := fx.get(n + 1); ok || fs.has(n+1) {
+				t.Error("a key added after the freeze is in the frozen view")
+			}
+			if got := maps.Collect(fu.all()); len(got) != int(n) || got[uk(1)] != 1 {
+				t.Errorf("frozen uuids: %d, the first at %x; want %d, at 1", len(got), got[uk(1)], n)
+			}
+			if _, ok := u.get(uk(1)); ok {
+				t.Error("a uuid removed after the freeze is still there")
+			}
+		})
 	}
 }

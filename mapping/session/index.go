@@ -142,10 +142,15 @@ func (s *keySet) add(k uint64) bool {
 	}
 	s.recent[k] = struct{}{}
 	if len(s.recent) >= mergeAt(s.old.len()) {
-		s.old.merge(slices.Sorted(maps.Keys(s.recent)), func(uint64) struct{} { return struct{}{} }, nil)
-		clear(s.recent)
+		s.mergeRecent()
 	}
 	return true
+}
+
+// mergeRecent merges the recent keys into the sorted ones.
+func (s *keySet) mergeRecent() {
+	s.old.merge(slices.Sorted(maps.Keys(s.recent)), func(uint64) struct{} { return struct{}{} }, nil)
+	clear(s.recent)
 }
 
 func (s *keySet) len() int { return s.old.len() + len(s.recent) }
@@ -349,15 +354,21 @@ func (x *doneIndex) put(k uint64, d doneReq) {
 		x.recent[k] = v
 	}
 	if len(x.recent)+len(x.over) >= mergeAt(x.sorted.len()) {
-		over := x.over
-		x.sorted.merge(slices.Sorted(maps.Keys(x.recent)), func(k uint64) doneVal { return x.recent[k] },
-			func(k uint64) (doneVal, bool) {
-				v, ok := over[k]
-				return v, ok
-			})
-		clear(x.recent)
-		clear(x.over)
+		x.mergeRecent()
 	}
+}
+
+// mergeRecent merges the recent requests and new values into the sorted
+// ones.
+func (x *doneIndex) mergeRecent() {
+	over := x.over
+	x.sorted.merge(slices.Sorted(maps.Keys(x.recent)), func(k uint64) doneVal { return x.recent[k] },
+		func(k uint64) (doneVal, bool) {
+			v, ok := over[k]
+			return v, ok
+		})
+	clear(x.recent)
+	clear(x.over)
 }
 
 func (x *doneIndex) len() int { return x.sorted.len() + len(x.recent) + len(x.wide) }
