@@ -130,7 +130,7 @@ func (x *uuidLocs) merge(move func(closedLoc) closedLoc) {
 			loc = move(loc)
 		}
 		if cur == nil {
-			cur = make([]uuidLoc, 0, min(uuidSegKeys, x.n-out.old))
+			cur = make([]uuidLoc, 0, min(uuidSegKeys, max(1, x.n-out.old)))
 		}
 		cur = append(cur, uuidLoc{k, loc})
 		out.old++
@@ -159,7 +159,7 @@ func (x *uuidLocs) merge(move func(closedLoc) closedLoc) {
 		put(add[j], x.recent[add[j]])
 	}
 	if cur != nil {
-		// Only when n was wrong; keep what was built rather than lose it.
+		// Only when n was wrong (then the segments are small, not lost).
 		out.segs, out.firsts = append(out.segs, cur), append(out.firsts, cur[0].k)
 	}
 	clear(out.recent)

@@ -112,3 +112,24 @@ func TestUUIDLocsActAsAMap(t *testing.T) {
 		})
 	}
 }
+
+// TestUUIDLocsMergeKeepsEveryEntryWhateverItsCount: a merge builds its
+// segments from the entries there are, so a count gone wrong makes
+// smaller segments, never a panic or a lost entry.
+func TestUUIDLocsMergeKeepsEveryEntryWhateverItsCount(t *testing.T) {
+	for _, off := range []int{-3, -1, 0, 1, 3} {
+		var x uuidLocs
+		want := map[uuidKey]closedLoc{}
+		for i := range 50 {
+			var k uuidKey
+			binary.BigEndian.PutUint64(k[8:], uint64(i))
+			x.set(k, closedLoc(i))
+			want[k] = closedLoc(i)
+		}
+		x.n += off
+		x.merge(nil)
+		if got := maps.Collect(x.all()); !maps.Equal(got, want) {
+			t.Errorf("count off by %d: %d entries after the merge, want %d", off, len(got), len(want))
+		}
+	}
+}
