@@ -274,7 +274,7 @@ func (c *closedSessions) take(id string) *sessState {
 	b, err := packedAt(c.chunks, loc)
 	var ss closedState
 	if err == nil {
-		err = unpackClosed(&ss, id, b, c.strs)
+		err = unpackClosed(&ss, id, b, c.strs, nil)
 	}
 	if err != nil {
 		// Packed by put on this goroutine: it cannot be damaged.
@@ -319,7 +319,11 @@ func (c *closedSessions) freeze() packedClosed {
 // all yields the closed sessions unpacked, in no particular order; a
 // damaged one ends it with its error. A UUID id's string is built as its
 // session is yielded.
-func (c *closedSessions) all() iter.Seq2[SessionState, error] {
+func (c *closedSessions) all() iter.Seq2[SessionState, error] { return c.allInto(nil) }
+
+// allInto is all with each turn unpacked into newTurn() (nil: a Turn of
+// its own).
+func (c *closedSessions) allInto(newTurn func() *Turn) iter.Seq2[SessionState, error] {
 	return unpackAll(func(yield func(string, closedLoc) bool) {
 		for u, loc := range c.uuids.all() {
 			if !yield(u.String(), loc) {
@@ -331,11 +335,15 @@ func (c *closedSessions) all() iter.Seq2[SessionState, error] {
 				return
 			}
 		}
-	}, c.chunks, c.strs)
+	}, c.chunks, c.strs, newTurn)
 }
 
 // all yields the frozen closed sessions; see closedSessions.all.
-func (p *packedClosed) all() iter.Seq2[SessionState, error] {
+func (p *packedClosed) all() iter.Seq2[SessionState, error] { return p.allInto(nil) }
+
+// allInto is all with each turn unpacked into newTurn() (see
+// closedSessions.allInto).
+func (p *packedClosed) allInto(newTurn func() *Turn) iter.Seq2[SessionState, error] {
 	return unpackAll(func(yield func(string, closedLoc) bool) {
 		for u, loc := range p.uuids.all() {
 			if !yield(u.String(), loc) {
@@ -347,18 +355,19 @@ func (p *packedClosed) all() iter.Seq2[SessionState, error] {
 				return
 			}
 		}
-	}, p.chunks, p.strs)
+	}, p.chunks, p.strs, newTurn)
 }
 
 // unpackAll yields the sessions at, by id and location in chunks,
-// unpacked; a damaged one ends it with its error.
-func unpackAll(at iter.Seq2[string, closedLoc], chunks [][]byte, strs []string) iter.Seq2[SessionState, error] {
+// unpacked (turns into newTurn(), unless nil); a damaged one ends it with
+// its error.
+func unpackAll(at iter.Seq2[string, closedLoc], chunks [][]byte, strs []string, newTurn func() *Turn) iter.Seq2[SessionState, error] {
 	return func(yield func(SessionState, error) bool) {
 		for id, loc := range at {
 			var ss closedState
 			b, err := packedAt(chunks, loc)
 			if err == nil {
-				err = unpackClosed(&ss, id, b, strs)
+				err = unpackClosed(&ss, id, b, strs, newTurn)
 			}
 			if err != nil {
 				yield(SessionState{}, err)
@@ -448,7 +457,9 @@ type closedState struct {
 }
 
 // unpackClosed reads a packed closed session into ss.
-func unpackClosed(ss *closedState, id string, packed []byte, strs []string) error {
+// Its turn goes into newTurn() when newTurn is not nil, else into a Turn
+// of its own.
+func unpackClosed(ss *closedState, id string, packed []byte, strs []string, newTurn func() *Turn) error {
 	u := unpacker{strs: strs, b: packed}
 	*ss = closedState{}
 	ss.ID = id
@@ -462,7 +473,13 @@ func unpackClosed(ss *closedState, id string, packed []byte, strs []string) erro
 	ss.Last = u.closedTime(ss.Start)
 	ss.Turns = int(u.uvarint())
 	if flags&closedHasTurn != 0 {
-		t := &Turn{HasReported: flags&closedTurnHasReported != 0, Again: flags&closedTurnAgain != 0}
+		var t *Turn
+		if newTurn != nil {
+			t = newTurn()
+		} else {
+			t = new(Turn)
+		}
+		*t = Turn{HasReported: flags&closedTurnHasReported != 0, Again: flags&closedTurnAgain != 0}
 		t.SessionID = id
 		if flags&closedTurnOwnSession != 0 {
 			t.SessionID = u.id()

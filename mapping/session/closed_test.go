@@ -190,7 +190,7 @@ func TestClosedSessionDamagedIsAnError(t *testing.T) {
 	}
 	for _, bad := range [][]byte{b[:len(b)-1], b[:len(b)/2], b[:1], append(append([]byte{}, b...), 0)} {
 		var ss closedState
-		if err := unpackClosed(&ss, full.ID, bad, c.strs); err == nil {
+		if err := unpackClosed(&ss, full.ID, bad, c.strs, nil); err == nil {
 			t.Errorf("%d of %d bytes unpacked without an error", len(bad), len(b))
 		}
 	}
@@ -437,5 +437,51 @@ func TestClosedSessionsDoNotKeepUUIDIds(t *testing.T) {
 	// Generous: the ids' strings alone were 48 bytes a session.
 	if per > 100 {
 		t.Errorf("%.1f heap bytes per closed session, want at most 100", per)
+	}
+}
+
+// TestSessionBatchesReuseTurnsWithoutMixingThem: written out in batches,
+// the closed sessions' turns share a few Turns, and each batch still holds
+// every session's own turn when it is handed over, for any batch size.
+func TestSessionBatchesReuseTurnsWithoutMixingThem(t *testing.T) {
+	var c closedSessions
+	want := map[string]SessionState{}
+	for i := range 20 {
+		id := fmt.Sprintf("s-%02d", i)
+		ss := SessionState{ID: id, Cwd: "/w", Started: true, Ended: true, Turns: i + 1,
+			Turn: &Turn{Where: Where{SessionID: id, TurnID: fmt.Sprint("p", i)}, PromptUUID: fmt.Sprint("p", i), Number: i, Requests: 2 * i}}
+		if i%5 == 4 {
+			ss.Turn = nil
+		}
+		c.put(sessionOf(&ss, time.Time{}))
+		want[id] = ss
+	}
+	none := func(func(SessionState, error) bool) {}
+	for _, n := range []int{1, 2, 3, 7, 20, 64} {
+		got := map[string]SessionState{}
+		turns := map[*Turn]bool{}
+		err := eachSessionBatch(none, c.allInto, n, func(batch []SessionState) error {
+			if len(batch) > n {
+				t.Errorf("n %d: a batch of %d", n, len(batch))
+			}
+			for _, ss := range batch {
+				if ss.Turn != nil {
+					turns[ss.Turn] = true
+					turn := *ss.Turn
+					ss.Turn = &turn
+				}
+				got[ss.ID] = ss
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("n %d: the batches do not hold the sessions put", n)
+		}
+		if len(turns) > n+1 {
+			t.Errorf("n %d: %d distinct Turns handed over, want at most %d", n, len(turns), n+1)
+		}
 	}
 }

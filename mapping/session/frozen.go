@@ -77,7 +77,7 @@ func (f *Frozen) EachSession(n int, fn func([]SessionState) error) error {
 			}
 		}
 	}
-	return eachSessionBatch(live, f.closed.all(), n, fn)
+	return eachSessionBatch(live, f.closed.allInto, n, fn)
 }
 
 // EachDoneRequest calls fn with the counted requests, at most n at a time,

@@ -231,16 +231,26 @@ func (a *Assembler) EachSession(n int, fn func([]SessionState) error) error {
 			}
 		}
 	}
-	return eachSessionBatch(live, a.closed.all(), n, fn)
+	return eachSessionBatch(live, a.closed.allInto, n, fn)
 }
 
 // eachSessionBatch calls fn with the sessions of live and then of closed,
 // at most n at a time (see eachBatch); it stops at the first error of
 // either or of fn.
-func eachSessionBatch(live, closed iter.Seq2[SessionState, error], n int, fn func([]SessionState) error) error {
+//
+// The closed sessions' turns are unpacked into n+1 Turns used in turn,
+// not a Turn each (100,000 closed sessions: 11 MB of garbage per state
+// write). The session at index k of the whole sequence has slot k mod n+1:
+// a batch is k..k+n-1, and when fn gets it the session k+n is already
+// unpacked (eachBatch takes it before it sees the batch is full), in the
+// one slot none of them has.
+func eachSessionBatch(live iter.Seq2[SessionState, error], closed func(newTurn func() *Turn) iter.Seq2[SessionState, error], n int, fn func([]SessionState) error) error {
 	var bad error
+	slots := make([]Turn, max(n, 1)+1)
+	k := 0
+	newTurn := func() *Turn { return &slots[k%len(slots)] }
 	err := eachBatch(func(yield func(SessionState) bool) {
-		for _, seq := range [...]iter.Seq2[SessionState, error]{live, closed} {
+		for _, seq := range [...]iter.Seq2[SessionState, error]{live, closed(newTurn)} {
 			for ss, err := range seq {
 				if err != nil {
 					bad = err
@@ -249,6 +259,7 @@ func eachSessionBatch(live, closed iter.Seq2[SessionState, error], n int, fn fun
 				if !yield(ss) {
 					return
 				}
+				k++
 			}
 		}
 	}, n, fn)
