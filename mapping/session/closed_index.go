@@ -89,11 +89,16 @@ func (x *uuidLocs) set(k uuidKey, loc closedLoc) {
 
 // remove forgets the session k.
 func (x *uuidLocs) remove(k uuidKey) {
-	if _, ok := x.get(k); !ok {
+	loc, inRecent := x.recent[k]
+	if inRecent && loc == goneLoc {
+		return
+	}
+	_, inSegs := findIn(x.segs, x.firsts, k)
+	if !inRecent && !inSegs {
 		return
 	}
 	x.n--
-	if _, inSegs := findIn(x.segs, x.firsts, k); inSegs {
+	if inSegs {
 		if x.recent == nil {
 			x.recent = map[uuidKey]closedLoc{}
 		}
