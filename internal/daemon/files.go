@@ -229,7 +229,7 @@ func newReader(cfg *Config, log *slog.Logger, self *prom.Self, asm *session.Asse
 		decOpts:  decOpts,
 		restored: map[string]checkpoint.Entry{},
 		now:      now,
-		batches:  make(chan []transcript.Record, 2*workers()),
+		batches:  make(chan []transcript.Record, recycledBatches(workers())),
 	}
 }
 
