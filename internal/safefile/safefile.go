@@ -32,7 +32,12 @@ var ErrLocked = errors.New("in use by another exporter")
 func Open(path string) (*os.File, fs.FileInfo, error) {
 	f, err := openNonBlocking(path)
 	if err != nil {
-		// Some kinds cannot even be opened (a socket: ENXIO); say what it is.
+		// Some kinds cannot even be opened (a socket: ENXIO); say what it
+		// is. A missing file is just missing (a subagent without its
+		// .meta.json, most of the time): no second lookup.
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, nil, err
+		}
 		if st, serr := os.Stat(path); serr == nil && !st.Mode().IsRegular() {
 			return nil, nil, fmt.Errorf("%s: %w (%s)", path, ErrNotRegular, Kind(st.Mode()))
 		}
