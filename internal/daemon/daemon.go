@@ -139,6 +139,8 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger, stdout io.Writer)
 	}
 
 	if cfg.Oneshot {
+		limit := startOneshotLimit(os.Getenv, logger.With("component", "runtime"))
+		defer limit.stop()
 		return runOneshot(ctx, oneshotRun{cfg: &cfg, logger: logger, stdout: stdout, now: now, reg: reg, usage: usage,
 			self: self, traces: traces, claudeFiles: claudeFiles, plan: plan, asm: asm, rd: rd, stats: stats})
 	}

@@ -96,3 +96,59 @@ func TestSoftMemoryLimitLeavesGOMEMLIMITAndGOGCAloneAndIsRestored(t *testing.T) 
 		t.Errorf("after stop the limit is %d, want %d", got, before)
 	}
 }
+
+func TestOneshotCollectsOnlyAtItsLimitUntilTheHeapOutgrowsIt(t *testing.T) {
+	const mib = 1 << 20
+	beforeLimit, beforeGC := debug.SetMemoryLimit(-1), debug.SetGCPercent(-1)
+	debug.SetGCPercent(beforeGC)
+	s := startOneshotLimit(func(string) string { return "" }, slog.New(slog.DiscardHandler))
+	if got := debug.SetMemoryLimit(-1); got != oneshotMemoryLimit && got != math.MaxInt64 {
+		t.Errorf("limit %d, want %d", got, oneshotMemoryLimit)
+	}
+	s.stopped.Store(true) // the test drives check itself from here
+	if got := debug.SetGCPercent(-1); got != -1 {
+		t.Errorf("GOGC %d while the limit holds, want off (-1)", got)
+	}
+	s.stopped.Store(false)
+	s.stop()
+	if got := debug.SetMemoryLimit(-1); got != beforeLimit {
+		t.Errorf("after stop the limit is %d, want %d", got, beforeLimit)
+	}
+	if got := debug.SetGCPercent(beforeGC); got != beforeGC {
+		t.Errorf("after stop GOGC is %d, want %d", got, beforeGC)
+	}
+	for _, env := range []string{"GOMEMLIMIT", "GOGC"} {
+		if s := startOneshotLimit(func(k string) string {
+			if k == env {
+				return "1"
+			}
+			return ""
+		}, slog.New(slog.DiscardHandler)); s != nil {
+			t.Errorf("with %s set the one-shot limit was applied", env)
+			s.stop()
+		}
+	}
+
+	// Past where the limit leaves less room than liftRoom, the limit goes
+	// and GOGC comes back for the live heap; below it GOGC stays off.
+	var lifts int
+	var gcs []int
+	live := uint64(0)
+	s = &softLimit{limit: oneshotMemoryLimit, log: slog.New(slog.DiscardHandler),
+		lift: func(int64) int64 { lifts++; return 0 },
+		gc:   func(v int) int { gcs = append(gcs, v); return 0 },
+		live: func() uint64 { return live }}
+	s.pct.Store(-1)
+	for _, l := range []uint64{10 * mib, 27 * mib, 28 * mib} {
+		live = l
+		s.check()
+	}
+	if lifts != 0 || gcs != nil {
+		t.Errorf("a live heap of at most 28 MiB lifted the limit %d times and set GOGC to %v", lifts, gcs)
+	}
+	live = 29 * mib
+	s.check()
+	if lifts != 1 || !slices.Equal(gcs, []int{41}) {
+		t.Errorf("at 29 MiB: lifted %d times, GOGC set to %v; want 1 and [41]", lifts, gcs)
+	}
+}
