@@ -13,8 +13,9 @@ import (
 // independently, so several goroutines can decode one large file.
 type Range struct {
 	Start, End int64
-	// Unterminated says the range ends with bytes that have no '\n' yet
-	// (only when the plan was made AtEOF).
+	// Unterminated says the range may end with bytes that have no '\n'
+	// yet (only the last range of a plan made AtEOF, which ends at the
+	// size).
 	Unterminated bool
 }
 
@@ -51,6 +52,13 @@ func (p *Planner) Plan(f io.ReaderAt, from, size, chunk int64, atEOF bool) ([]Ra
 	for start < size {
 		cut := start + chunk
 		if cut >= size {
+			if atEOF {
+				// The rest fits in one range and is read to the end
+				// whatever its last byte: Lines hands an unterminated
+				// tail over as such, so there is nothing to look for
+				// (a read of the last byte per file saved).
+				return append(out, Range{Start: start, End: size, Unterminated: true}), nil
+			}
 			cut = size
 		}
 		// Find the first '\n' at or after cut-1, i.e. the end of the line

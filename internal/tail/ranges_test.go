@@ -3,6 +3,7 @@ package tail
 import (
 	"bytes"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -107,5 +108,37 @@ func TestLinesOverTheCapAreReportedNotHandedOver(t *testing.T) {
 	want := "short|too_long@117|ok"
 	if strings.Join(got, "|") != want {
 		t.Fatalf("got %v, want %s", got, want)
+	}
+}
+
+// countingReaderAt counts the reads made through it.
+type countingReaderAt struct {
+	r     *strings.Reader
+	reads int
+}
+
+func (c *countingReaderAt) ReadAt(p []byte, off int64) (int, error) {
+	c.reads++
+	return c.r.ReadAt(p, off)
+}
+
+func TestPlanAtEOFReadsNothingWhenTheRestFitsInOneRange(t *testing.T) {
+	for _, content := range []string{"a\nb\n", "a\nb\npartial", "partial"} {
+		f := &countingReaderAt{r: strings.NewReader(content)}
+		var p Planner
+		ranges, err := p.Plan(f, 0, int64(len(content)), 64, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := []Range{{Start: 0, End: int64(len(content)), Unterminated: true}}
+		if !slices.Equal(ranges, want) || f.reads != 0 {
+			t.Errorf("%q: ranges %v after %d reads, want %v after none", content, ranges, f.reads, want)
+		}
+		// Not at EOF the plan must find the last line's end.
+		f.reads = 0
+		ranges, _ = p.Plan(f, 0, int64(len(content)), 64, false)
+		if end := int64(strings.LastIndexByte(content, '\n') + 1); f.reads == 0 || end > 0 && ranges[len(ranges)-1].End != end || end == 0 && len(ranges) != 0 {
+			t.Errorf("%q not at EOF: ranges %v after %d reads", content, ranges, f.reads)
+		}
 	}
 }
