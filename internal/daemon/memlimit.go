@@ -53,8 +53,8 @@ import (
 // GOGC 50 collected every few MB allocated (54 collections on 1 GB, most
 // of them in the first 0.2 s, below the runtime's 4 MB floor scaled by
 // GOGC). Collecting at 40 MiB makes 17 (1 GB amplified corpus, binaries
-// alternated 8 times: wall 1.375 -> 1.305 s, CPU 2.21 -> 2.13 s, peak RSS
-// 51.4 -> 53.0 MiB). The lift guards it as it guards the daemon: a
+// alternated 8 times: wall 1.445 -> 1.370 s, CPU 2.335 -> 2.205 s, peak
+// RSS 51.6 -> 53.0 MiB). The lift guards it as it guards the daemon: a
 // history whose live heap leaves the limit too little room gets GOGC back.
 const (
 	softMemoryLimit    = 48 << 20
