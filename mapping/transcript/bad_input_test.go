@@ -85,6 +85,9 @@ var badLines = []badLine{
 	{"control character between tokens", "{\"type\":\"user\",\x01\"uuid\":\"a\"}", ReasonInvalidJSON},
 	{"control character in a skipped value", "{\"type\":\"user\",\"x\":[1,\x02 2]}", ReasonInvalidJSON},
 	{"form feed as white space", "{\"type\":\"user\",\f\"uuid\":\"a\"}", ReasonInvalidJSON},
+	// Known keys whose values no counter reads are checked as if read.
+	{"control character in a dropped string (promptId)", "{\"type\":\"user\",\"promptId\":\"p\x01\"}", ReasonInvalidJSON},
+	{"unterminated dropped string (leafUuid)", `{"type":"summary","leafUuid":"abc}`, ReasonInvalidJSON},
 	// Invalid UTF-8.
 	{"invalid byte in a string", "{\"type\":\"user\",\"message\":{\"content\":\"\xff\xfe\"}}", ReasonInvalidUTF8},
 	{"overlong encoding", "{\"type\":\"user\",\"uuid\":\"\xc0\xaf\"}", ReasonInvalidUTF8},

@@ -230,6 +230,18 @@ func (d *Decoder) str(b []byte, i int, intern bool) (string, int, error) {
 	return "", next, err
 }
 
+// checkedSkip skips the value at b[i] as str would read it, without
+// making a string: a string is checked as a read one is (a raw control
+// character makes the line invalid JSON, as encoding/json has it), any
+// other value only delimited.
+func checkedSkip(b []byte, i int) (int, error) {
+	if i < len(b) && b[i] == '"' {
+		_, _, next, err := readString(b, i)
+		return next, err
+	}
+	return skipValue(b, i)
+}
+
 // plain returns the string a JSON string's raw content stands for,
 // unescaped when escaped is set.
 func (d *Decoder) plain(raw []byte, escaped bool) string {
@@ -284,7 +296,7 @@ func (d *Decoder) record(b []byte, i int, r *Record) (int, error) {
 		case "parentUuid":
 			r.ParentUUID, next, err = d.str(b, v, false)
 		case "logicalParentUuid":
-			r.LogicalParentUUID, next, err = d.str(b, v, false)
+			next, err = checkedSkip(b, v)
 		case "sessionId":
 			r.SessionID, next, err = d.str(b, v, true)
 		case "agentId":
@@ -292,7 +304,7 @@ func (d *Decoder) record(b []byte, i int, r *Record) (int, error) {
 		case "requestId":
 			r.RequestID, next, err = d.str(b, v, false)
 		case "promptId":
-			r.PromptID, next, err = d.str(b, v, false)
+			next, err = checkedSkip(b, v)
 		case "timestamp":
 			next, err = d.timestamp(b, v, r)
 		case "isSidechain":
@@ -326,7 +338,7 @@ func (d *Decoder) record(b []byte, i int, r *Record) (int, error) {
 			}
 			return skipValue(b, v)
 		case "sourceToolUseID":
-			r.SourceToolUseID, next, err = d.str(b, v, false)
+			next, err = checkedSkip(b, v)
 		case "toolUseResult":
 			return d.toolUseResult(b, v, r)
 		case "compactMetadata", "microcompactMetadata":
@@ -335,11 +347,10 @@ func (d *Decoder) record(b []byte, i int, r *Record) (int, error) {
 			r.DurationMs, next, err = readInt(b, v)
 		case "content":
 			if v < len(b) && b[v] == '"' {
-				raw, n, e := readLong(b, v)
+				_, n, e := readLong(b, v)
 				if e != nil {
 					return 0, e
 				}
-				r.ContentHead, _ = headOf(raw, TextHeadMax)
 				return n, nil
 			}
 			return skipValue(b, v)
@@ -350,7 +361,7 @@ func (d *Decoder) record(b []byte, i int, r *Record) (int, error) {
 		case "toolUseID":
 			r.ToolUseID, next, err = d.str(b, v, false)
 		case "leafUuid":
-			r.LeafUUID, next, err = d.str(b, v, false)
+			next, err = checkedSkip(b, v)
 		case "attributionSkill":
 			r.Skill, next, err = d.label(b, v)
 		case "attributionPlugin":
@@ -475,7 +486,6 @@ func (d *Decoder) compactMetadata(b []byte, v int, r *Record) (int, error) {
 	if v >= len(b) || b[v] != '{' {
 		return skipValue(b, v)
 	}
-	r.HasCompact = true
 	return objectFields(b, v, func(key []byte, v int) (int, error) {
 		var next int
 		var err error

@@ -264,7 +264,6 @@ type Message struct {
 	Model      string
 	StopReason string // "" when null or absent
 	Usage      Usage
-	HasUsage   bool
 	// Advisor holds the usage.iterations[] entries of type
 	// advisor_message: the advisor tool's own inferences, excluded from
 	// the top-level counts and billed under the advisor's model. Entries
@@ -277,9 +276,6 @@ type Message struct {
 	CacheMiss       string
 	CacheMissTokens int64
 
-	// ContentIsString is set when content is a plain string (a typed
-	// prompt); otherwise content is an array of blocks.
-	ContentIsString bool
 	// TextBlocks counts text blocks (a string content counts as one).
 	TextBlocks int
 	// OtherBlocks counts blocks that are neither text, tool_use,
@@ -290,8 +286,6 @@ type Message struct {
 	// TextHead is the start of the first text (unescaped, at most
 	// TextHeadMax bytes): enough to tell prompts from plumbing.
 	TextHead string
-	// TextHeadCut says TextHead is shorter than the text.
-	TextHeadCut bool
 	// Text is the whole text (all text blocks joined by "\n"), kept only
 	// when Options.KeepText is set.
 	Text string
@@ -301,6 +295,14 @@ type Message struct {
 
 	ToolUses    []ToolUse
 	ToolResults []ToolResult
+
+	// The flags sit together (a bool among words takes a word).
+	HasUsage bool
+	// ContentIsString is set when content is a plain string (a typed
+	// prompt); otherwise content is an array of blocks.
+	ContentIsString bool
+	// TextHeadCut says TextHead is shorter than the text.
+	TextHeadCut bool
 }
 
 // FirstTextIs reports whether the first text is exactly s.
@@ -332,13 +334,10 @@ type Record struct {
 
 	UUID       string
 	ParentUUID string
-	// LogicalParentUUID links a compact boundary to the record before it.
-	LogicalParentUUID string
-	SessionID         string
-	AgentID           string
-	RequestID         string
-	PromptID          string
-	Timestamp         time.Time
+	SessionID  string
+	AgentID    string
+	RequestID  string
+	Timestamp  time.Time
 	// TimestampRaw holds an unparsable timestamp (empty when Timestamp is
 	// set or the field is absent).
 	TimestampRaw string
@@ -348,6 +347,8 @@ type Record struct {
 	IsCompactSummary  bool
 	IsAPIErrorMessage bool
 	IsVisibleOnly     bool // isVisibleInTranscriptOnly
+	// HasMessage says the line had a "message" object.
+	HasMessage bool
 
 	// Error is the string "error" field of synthetic assistant lines
 	// (e.g. "rate_limit"); APIErrorStatus is apiErrorStatus.
@@ -370,17 +371,10 @@ type Record struct {
 	Version   string
 	Slug      string
 
-	// HasMessage says the line had a "message" object.
-	HasMessage bool
-	Message    Message
+	Message Message
 
-	// SourceToolUseID links meta records to the tool call that made them.
-	SourceToolUseID string
 	// TaskResult is set when toolUseResult names a subagent.
 	TaskResult *TaskResult
-	// ToolUseResultIsString is set when toolUseResult is a plain string
-	// (an error text).
-	ToolUseResultIsString bool
 	// Edit is what toolUseResult says an edit tool changed.
 	Edit EditResult
 
@@ -398,14 +392,8 @@ type Record struct {
 	// System records.
 	CompactTrigger   string
 	CompactPreTokens int64
-	HasCompact       bool
 	DurationMs       int64
-	// Content is the string "content" of system records (e.g. a
-	// local_command), kept only up to TextHeadMax bytes.
-	ContentHead string
-
 	// Progress records.
-	ProgressType    string
 	ProgressAgentID string
 	ParentToolUseID string
 	ToolUseID       string
@@ -415,8 +403,7 @@ type Record struct {
 	Embedded *Record
 
 	// Summary / title records.
-	LeafUUID string
-	Title    string
+	Title string
 
 	// UnknownFields counts top-level keys this decoder does not know.
 	UnknownFields int

@@ -10,7 +10,6 @@ import (
 
 func (d *Decoder) toolUseResult(b []byte, v int, r *Record) (int, error) {
 	if v < len(b) && b[v] == '"' {
-		r.ToolUseResultIsString = true
 		return skipValue(b, v)
 	}
 	if v >= len(b) || b[v] != '{' {
@@ -171,7 +170,7 @@ func (d *Decoder) progressData(b []byte, v int, r *Record) (int, error) {
 		var err error
 		switch string(key) {
 		case "type":
-			r.ProgressType, next, err = d.str(b, v, true)
+			next, err = checkedSkip(b, v)
 		case "agentId":
 			r.ProgressAgentID, next, err = d.str(b, v, true)
 		case "message":
