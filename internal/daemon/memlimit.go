@@ -6,6 +6,7 @@ import (
 	"runtime"
 	"runtime/debug"
 	"runtime/metrics"
+	"sync"
 	"sync/atomic"
 )
 
@@ -54,13 +55,23 @@ import (
 // of them in the first 0.2 s, below the runtime's 4 MB floor scaled by
 // GOGC). Collecting at 40 MiB makes 17 (1 GB amplified corpus, binaries
 // alternated 8 times: wall 1.445 -> 1.370 s, CPU 2.335 -> 2.205 s, peak
-// RSS 51.6 -> 53.0 MiB). The lift guards it as it guards the daemon: a
-// history whose live heap leaves the limit too little room gets GOGC back.
+// RSS 51.6 -> 53.0 MiB). Its lift comes much earlier than the daemon's, at
+// 14 MiB live (oneshotLiftRoom), and puts back the GOGC from before for
+// good: the runtime's own memory and free spans took 10 to 16 MiB of the
+// limit (the 1 GB run's heap was collected at 25 to 29 MB), so past about
+// 15 MiB live the limit left less room than GOGC 50 would. With the lift
+// at 28 MiB and GOGC for the live heap after it, a history of 26 MiB live
+// made the collector run twice as often as GOGC 50, for twice its CPU
+// (review of 63af2fb: a standalone program with 26 MiB live and 2 GiB of
+// garbage); lifted at 14 MiB to the GOGC from before, a test program with
+// 10 to 32 MiB live and 2 GiB of garbage makes as many collections as GOGC
+// 50 alone (218/220 at 10, 104/103 at 22, 77/76 at 32).
 const (
 	softMemoryLimit    = 48 << 20
 	oneshotMemoryLimit = 40 << 20
 	minHeadroom        = 12 << 20
 	liftRoom           = 8 << 20
+	oneshotLiftRoom    = 22 << 20
 	minGCPercent       = 20
 	nonHeap            = 4 << 20
 )
@@ -77,7 +88,16 @@ func gcPercentFor(live uint64) int {
 // it, and then keeps GOGC at gcPercentFor(live heap). It checks after
 // every collection.
 type softLimit struct {
-	limit  int64
+	limit int64
+	// room is the room the limit must leave the live heap (liftRoom
+	// when zero; oneshotLiftRoom for a one-shot).
+	room int64
+	// restoreGC says a lift puts back the GOGC from before and stops
+	// checking (a one-shot's), instead of setting GOGC for the live heap.
+	restoreGC bool
+	// mu keeps check (on the finalizer's goroutine) and stop apart, so
+	// that a check never sets the limit or GOGC after stop restored them.
+	mu     sync.Mutex
 	prev   int64 // the limit before (restored at stop)
 	prevGC int   // GOGC before (restored at stop, if set)
 	lift   func(int64) int64
@@ -119,7 +139,7 @@ func startOneshotLimit(getenv func(string) string, log *slog.Logger) *softLimit 
 	if getenv("GOMEMLIMIT") != "" || getenv("GOGC") != "" {
 		return nil
 	}
-	s := &softLimit{limit: oneshotMemoryLimit, lift: debug.SetMemoryLimit, gc: debug.SetGCPercent, live: liveHeap, log: log}
+	s := &softLimit{limit: oneshotMemoryLimit, room: oneshotLiftRoom, restoreGC: true, lift: debug.SetMemoryLimit, gc: debug.SetGCPercent, live: liveHeap, log: log}
 	s.prev = debug.SetMemoryLimit(s.limit)
 	s.prevGC = debug.SetGCPercent(-1)
 	s.pct.Store(-1)
@@ -145,13 +165,19 @@ func (s *softLimit) release() {
 // limit leaves the heap no more room than liftRoom (the rest of the
 // runtime's memory, nonHeap, counts against the limit too).
 func (s *softLimit) liftAt() uint64 {
-	return uint64(max(0, s.limit-liftRoom-nonHeap))
+	room := s.room
+	if room == 0 {
+		room = liftRoom
+	}
+	return uint64(max(0, s.limit-room-nonHeap))
 }
 
 // check lifts the limit once the live heap passes liftAt
 // outside a hold, then sets GOGC for the live heap; it reports whether to
 // keep checking.
 func (s *softLimit) check() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	if s.stopped.Load() {
 		return false
 	}
@@ -163,6 +189,11 @@ func (s *softLimit) check() bool {
 		s.lifted.Store(true)
 		s.lift(math.MaxInt64)
 		s.log.Debug("soft memory limit lifted: the live heap outgrew it", "live_bytes", live, "limit_bytes", s.limit)
+		if s.restoreGC {
+			s.gc(s.prevGC)
+			s.pct.Store(0)
+			return false
+		}
 	}
 	// Small moves are not worth a call.
 	if pct := gcPercentFor(live); abs(pct-int(s.pct.Load())) >= 5 {
@@ -193,7 +224,12 @@ func (s *softLimit) arm() {
 }
 
 func (s *softLimit) stop() {
-	if s == nil || s.stopped.Swap(true) {
+	if s == nil {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.stopped.Swap(true) {
 		return
 	}
 	s.lift(s.prev)

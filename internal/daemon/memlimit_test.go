@@ -101,15 +101,19 @@ func TestOneshotCollectsOnlyAtItsLimitUntilTheHeapOutgrowsIt(t *testing.T) {
 	const mib = 1 << 20
 	beforeLimit, beforeGC := debug.SetMemoryLimit(-1), debug.SetGCPercent(-1)
 	debug.SetGCPercent(beforeGC)
+	t.Cleanup(func() {
+		debug.SetMemoryLimit(beforeLimit)
+		debug.SetGCPercent(beforeGC)
+	})
 	s := startOneshotLimit(func(string) string { return "" }, slog.New(slog.DiscardHandler))
-	if got := debug.SetMemoryLimit(-1); got != oneshotMemoryLimit && got != math.MaxInt64 {
+	// A collection between here and the reads may run check, but this
+	// test's live heap is far below where the one-shot lifts its limit.
+	if got := debug.SetMemoryLimit(-1); got != oneshotMemoryLimit {
 		t.Errorf("limit %d, want %d", got, oneshotMemoryLimit)
 	}
-	s.stopped.Store(true) // the test drives check itself from here
 	if got := debug.SetGCPercent(-1); got != -1 {
 		t.Errorf("GOGC %d while the limit holds, want off (-1)", got)
 	}
-	s.stopped.Store(false)
 	s.stop()
 	if got := debug.SetMemoryLimit(-1); got != beforeLimit {
 		t.Errorf("after stop the limit is %d, want %d", got, beforeLimit)
@@ -129,26 +133,35 @@ func TestOneshotCollectsOnlyAtItsLimitUntilTheHeapOutgrowsIt(t *testing.T) {
 		}
 	}
 
-	// Past where the limit leaves less room than liftRoom, the limit goes
-	// and GOGC comes back for the live heap; below it GOGC stays off.
+	// Past 14 MiB live (where 40 MiB, less the runtime's own memory, leaves
+	// the heap less room than GOGC 50 would) the limit goes and the GOGC
+	// from before comes back, for good; below it GOGC stays off.
 	var lifts int
 	var gcs []int
 	live := uint64(0)
-	s = &softLimit{limit: oneshotMemoryLimit, log: slog.New(slog.DiscardHandler),
+	s = &softLimit{limit: oneshotMemoryLimit, room: oneshotLiftRoom, restoreGC: true, prevGC: 50, log: slog.New(slog.DiscardHandler),
 		lift: func(int64) int64 { lifts++; return 0 },
 		gc:   func(v int) int { gcs = append(gcs, v); return 0 },
 		live: func() uint64 { return live }}
 	s.pct.Store(-1)
-	for _, l := range []uint64{10 * mib, 27 * mib, 28 * mib} {
+	for _, l := range []uint64{10 * mib, 13 * mib, 14 * mib} {
 		live = l
-		s.check()
+		if !s.check() {
+			t.Fatalf("at %d MiB live the checks stopped", l/mib)
+		}
 	}
 	if lifts != 0 || gcs != nil {
-		t.Errorf("a live heap of at most 28 MiB lifted the limit %d times and set GOGC to %v", lifts, gcs)
+		t.Errorf("a live heap of at most 14 MiB lifted the limit %d times and set GOGC to %v", lifts, gcs)
 	}
-	live = 29 * mib
-	s.check()
-	if lifts != 1 || !slices.Equal(gcs, []int{41}) {
-		t.Errorf("at 29 MiB: lifted %d times, GOGC set to %v; want 1 and [41]", lifts, gcs)
+	live = 15 * mib
+	if s.check() {
+		t.Error("the checks went on after the lift")
+	}
+	if lifts != 1 || !slices.Equal(gcs, []int{50}) {
+		t.Errorf("at 15 MiB: lifted %d times, GOGC set to %v; want 1 and [50], the GOGC from before", lifts, gcs)
+	}
+	s.stop()
+	if s.check() || !slices.Equal(gcs, []int{50}) || lifts != 2 {
+		t.Errorf("after stop: GOGC set to %v and the limit %d times, want [50] (already back) and the limit put back", gcs, lifts)
 	}
 }
