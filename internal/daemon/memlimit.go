@@ -84,16 +84,18 @@ func gcPercentFor(live uint64) int {
 	return int(min(100, max(minGCPercent, minHeadroom*100/live)))
 }
 
-// softLimit applies softMemoryLimit, lifts it when the live heap outgrows
-// it, and then keeps GOGC at gcPercentFor(live heap). It checks after
-// every collection.
+// softLimit applies a soft memory limit, lifts it when the live heap
+// outgrows it, and then keeps GOGC at gcPercentFor(live heap) (the
+// daemon's) or puts back the GOGC from before and stops (a one-shot's,
+// restoreGC). It checks after every collection.
 type softLimit struct {
 	limit int64
 	// room is the room the limit must leave the live heap (liftRoom
 	// when zero; oneshotLiftRoom for a one-shot).
 	room int64
-	// restoreGC says a lift puts back the GOGC from before and stops
-	// checking (a one-shot's), instead of setting GOGC for the live heap.
+	// restoreGC says GOGC is off while the limit holds, and a lift puts
+	// back the GOGC from before and stops checking (a one-shot's), instead
+	// of setting GOGC for the live heap.
 	restoreGC bool
 	// mu keeps check (on the finalizer's goroutine) and stop apart, so
 	// that a check never sets the limit or GOGC after stop restored them.
@@ -116,33 +118,36 @@ type softLimit struct {
 	held atomic.Int32
 }
 
-// startSoftLimit sets the soft limit unless GOMEMLIMIT or GOGC is set (the
-// user's own setting wins: then it returns nil, whose methods do
+// startSoftLimit sets the daemon's soft limit unless GOMEMLIMIT or GOGC is
+// set (the user's own setting wins: then it returns nil, whose methods do
 // nothing); stop restores the previous one.
 func startSoftLimit(getenv func(string) string, log *slog.Logger) *softLimit {
-	if getenv("GOMEMLIMIT") != "" || getenv("GOGC") != "" {
-		return nil
-	}
-	s := &softLimit{limit: softMemoryLimit, lift: debug.SetMemoryLimit, gc: debug.SetGCPercent, live: liveHeap, log: log}
-	s.prevGC = debug.SetGCPercent(100)
-	debug.SetGCPercent(s.prevGC)
-	s.prev = debug.SetMemoryLimit(s.limit)
-	s.arm()
-	return s
+	return startLimit(getenv, &softLimit{limit: softMemoryLimit, log: log})
 }
 
 // startOneshotLimit is startSoftLimit for a one-shot run: the limit is
 // oneshotMemoryLimit and GOGC is off while it holds, so that the collector
-// runs only as the limit nears; a lift sets GOGC for the live heap as in
-// the daemon.
+// runs only as the limit nears; past oneshotLiftRoom's live heap the limit
+// goes and the GOGC from before comes back.
 func startOneshotLimit(getenv func(string) string, log *slog.Logger) *softLimit {
+	return startLimit(getenv, &softLimit{limit: oneshotMemoryLimit, room: oneshotLiftRoom, restoreGC: true, log: log})
+}
+
+// startLimit applies s's limit (and turns GOGC off for restoreGC) unless
+// the environment sets GOMEMLIMIT or GOGC, and starts its checks.
+func startLimit(getenv func(string) string, s *softLimit) *softLimit {
 	if getenv("GOMEMLIMIT") != "" || getenv("GOGC") != "" {
 		return nil
 	}
-	s := &softLimit{limit: oneshotMemoryLimit, room: oneshotLiftRoom, restoreGC: true, lift: debug.SetMemoryLimit, gc: debug.SetGCPercent, live: liveHeap, log: log}
+	s.lift, s.gc, s.live = debug.SetMemoryLimit, debug.SetGCPercent, liveHeap
 	s.prev = debug.SetMemoryLimit(s.limit)
-	s.prevGC = debug.SetGCPercent(-1)
-	s.pct.Store(-1)
+	if s.restoreGC {
+		s.prevGC = debug.SetGCPercent(-1)
+		s.pct.Store(-1)
+	} else {
+		s.prevGC = debug.SetGCPercent(100)
+		debug.SetGCPercent(s.prevGC)
+	}
 	s.arm()
 	return s
 }

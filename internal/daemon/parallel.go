@@ -29,7 +29,7 @@ import (
 const chunkBytes = 128 << 10
 
 // maxRecycledRecords bounds the decoded batches kept for reuse (a record
-// is about 760 bytes; a range of typical lines holds a hundred or two).
+// is 880 bytes; a range of typical lines holds a hundred or two).
 const maxRecycledRecords = 1024
 
 // recycledBatches is how many consumed batches are kept for n workers: one

@@ -347,6 +347,7 @@ func (d *Decoder) record(b []byte, i int, r *Record) (int, error) {
 			r.DurationMs, next, err = readInt(b, v)
 		case "content":
 			if v < len(b) && b[v] == '"' {
+				// Not kept; checked as when its head was (readLong).
 				_, n, e := readLong(b, v)
 				if e != nil {
 					return 0, e
