@@ -26,13 +26,14 @@ func facts(t *testing.T, line string) string {
 	// Names and repositories are replaced: what counts is whether
 	// there is one, and whether it is built in.
 	repo := regexp.MustCompile(`^[^#]+#`)
-	skill := r.Skill
+	x := r.Rare()
+	skill := x.Skill
 	if skill != "" && !claudedir.IsBuiltinCommand(skill) {
 		skill = "custom"
 	}
-	out := fmt.Sprintf("edit=%+v pr=%q outputPR=%q skill=%q", r.Edit,
-		repo.ReplaceAllString(session.PullRequestKey(r.PRURL, r.PRRepo, r.PRNumber), "R#"),
-		repo.ReplaceAllString(session.PullRequestKey(r.OutputPRURL, "", 0), "R#"), skill)
+	out := fmt.Sprintf("edit=%+v pr=%q outputPR=%q skill=%q", x.Edit,
+		repo.ReplaceAllString(session.PullRequestKey(x.PRURL, x.PRRepo, x.PRNumber), "R#"),
+		repo.ReplaceAllString(session.PullRequestKey(x.OutputPRURL, "", 0), "R#"), skill)
 	for _, tu := range r.Message.ToolUses {
 		out += fmt.Sprintf(" tool=%s shell=%d language=%s notebook=%d", tu.Name, tu.Shell, metrics.LanguageOf(tu.Ext), tu.NotebookLines)
 	}
@@ -181,10 +182,11 @@ func TestPullRequestsStayOneOrMany(t *testing.T) {
 		if err := transcript.NewDecoder(transcript.Options{}).Decode([]byte(anonymizeLine(a, line)), &r); err != nil {
 			t.Fatal(err)
 		}
-		if r.OutputPRURL != "" {
-			return session.PullRequestKey(r.OutputPRURL, "", 0)
+		x := r.Rare()
+		if x.OutputPRURL != "" {
+			return session.PullRequestKey(x.OutputPRURL, "", 0)
 		}
-		return session.PullRequestKey(r.PRURL, r.PRRepo, r.PRNumber)
+		return session.PullRequestKey(x.PRURL, x.PRRepo, x.PRNumber)
 	}
 	out := key(`{"type":"user","toolUseResult":{"stdout":"https://github.com/Alice/Payroll/pull/42\n"}}`)
 	link := key(`{"type":"pr-link","prNumber":42,"prUrl":"https://github.com/alice/payroll/pull/42","prRepository":"alice/payroll"}`)

@@ -231,7 +231,7 @@ func (a *Assembler) Add(src *Source, r *transcript.Record, now time.Time) {
 	c := a.context(src, r, now)
 	a.addIn(c, src, r, now)
 	if r.Kind == transcript.KindProgress && r.HasEmbedded() {
-		agentID := r.ProgressAgentID
+		agentID := r.Rare().ProgressAgentID
 		if agentID == "" {
 			agentID = r.Embedded.AgentID
 		}
@@ -417,8 +417,10 @@ func (a *Assembler) addIn(c *ctxState, src *Source, r *transcript.Record, now ti
 			s.slug = r.Slug
 		}
 	}
-	if r.Title != "" && (r.Kind == transcript.KindCustomTitle || r.Kind == transcript.KindAITitle) && (s.title == "" || r.Kind == transcript.KindCustomTitle) {
-		s.title = r.Title
+	if (r.Kind == transcript.KindCustomTitle || r.Kind == transcript.KindAITitle) && (s.title == "" || r.Kind == transcript.KindCustomTitle) {
+		if t := r.Rare().Title; t != "" {
+			s.title = t
+		}
 	}
 	if !r.Timestamp.IsZero() {
 		if s.start.IsZero() || r.Timestamp.Before(s.start) {

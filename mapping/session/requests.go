@@ -48,17 +48,18 @@ type reqState struct {
 // note takes what any line of a request may say once: attribution and
 // the cache-miss reason.
 func (st *reqState) note(r *transcript.Record) {
-	if st.skill == "" {
-		st.skill = r.Skill
-	}
-	if st.plugin == "" {
-		st.plugin = r.Plugin
-	}
 	if st.effort == "" {
 		st.effort = r.Effort
 	}
+	x := r.Rare()
+	if st.skill == "" {
+		st.skill = x.Skill
+	}
+	if st.plugin == "" {
+		st.plugin = x.Plugin
+	}
 	if st.mcpServer == "" {
-		st.mcpServer = r.MCPServer
+		st.mcpServer = x.MCPServer
 	}
 	if st.cacheMiss == "" && r.Message.CacheMiss != "" {
 		st.cacheMiss, st.cacheMissTokens = r.Message.CacheMiss, r.Message.CacheMissTokens
@@ -230,7 +231,7 @@ func (a *Assembler) synthetic(c *ctxState, r *transcript.Record) {
 		return
 	}
 	kind := SyntheticKind(r)
-	a.sink.APIError(&APIError{Where: a.where(c), ID: key, Kind: kind, Status: r.APIErrorStatus, Time: r.Timestamp, Text: r.Message.Text, Head: r.Message.TextHead,
+	a.sink.APIError(&APIError{Where: a.where(c), ID: key, Kind: kind, Status: r.Rare().APIErrorStatus, Time: r.Timestamp, Text: r.Message.Text, Head: r.Message.TextHead,
 		UsageEntry: r.Message.HasUsage && !r.Message.Usage.SpeedNull})
 	c.remember(r.UUID, r.Timestamp, "")
 }
@@ -242,8 +243,8 @@ func (a *Assembler) synthetic(c *ctxState, r *transcript.Record) {
 func SyntheticKind(r *transcript.Record) string {
 	text := strings.ToLower(r.Message.TextHead)
 	switch {
-	case r.Error != "":
-		return r.Error
+	case r.Rare().Error != "":
+		return r.Rare().Error
 	case strings.Contains(text, "limit"):
 		return "rate_limit"
 	case r.IsAPIErrorMessage:

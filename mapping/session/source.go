@@ -151,7 +151,8 @@ func IsTurnWork(r *transcript.Record) bool {
 	case transcript.KindUser:
 		return len(r.Message.ToolResults) > 0
 	case transcript.KindSystem:
-		return r.Subtype == "api_error" || r.Subtype == "compact_boundary"
+		sub := r.Rare().Subtype
+		return sub == "api_error" || sub == "compact_boundary"
 	}
 	return false
 }

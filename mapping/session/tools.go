@@ -36,13 +36,14 @@ type earlyResult struct {
 // after a gh pr create whose output named the same pull request (counted
 // with that call). A pull request is known by PullRequestKey.
 func (a *Assembler) prLink(c *ctxState, r *transcript.Record) {
-	key := PullRequestKey(r.PRURL, r.PRRepo, r.PRNumber)
+	x := r.Rare()
+	key := PullRequestKey(x.PRURL, x.PRRepo, x.PRNumber)
 	if key == "" {
 		return
 	}
 	// State written before the key was PullRequestKey knew a linked pull
 	// request by its URL.
-	legacy := r.PRURL != "" && a.seen.has(idKey(keyPR, r.PRURL))
+	legacy := x.PRURL != "" && a.seen.has(idKey(keyPR, x.PRURL))
 	if !a.firstSeen(keyPR, key) || legacy {
 		return
 	}
@@ -83,7 +84,8 @@ func (a *Assembler) takeResults(r *transcript.Record) {
 		res := earlyResult{isError: tr.IsError, t: r.Timestamp, output: tr.Content, rejected: tr.Rejected}
 		if len(m.ToolResults) == 1 {
 			// toolUseResult belongs to the record: to its only result.
-			res.task, res.edit, res.prURL = r.TaskResult, r.Edit, r.OutputPRURL
+			x := r.Rare()
+			res.task, res.edit, res.prURL = r.TaskResult, x.Edit, x.OutputPRURL
 		}
 		t := a.tools[tr.ToolUseID]
 		switch {

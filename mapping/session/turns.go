@@ -67,16 +67,17 @@ func (a *Assembler) emitTurn(t *Turn, closed time.Time) {
 }
 
 func (a *Assembler) system(c *ctxState, r *transcript.Record) {
-	switch r.Subtype {
+	x := r.Rare()
+	switch x.Subtype {
 	case "compact_boundary":
 		if r.UUID != "" && !a.firstSeen(keyCompaction, r.UUID) {
 			return
 		}
-		trigger := r.CompactTrigger
+		trigger := x.CompactTrigger
 		if trigger == "" {
 			trigger = "unknown"
 		}
-		a.sink.Compaction(&Compaction{Where: a.where(c), UUID: r.UUID, Trigger: trigger, PreTokens: r.CompactPreTokens, Time: r.Timestamp})
+		a.sink.Compaction(&Compaction{Where: a.where(c), UUID: r.UUID, Trigger: trigger, PreTokens: x.CompactPreTokens, Time: r.Timestamp})
 	case "api_error":
 		if r.UUID != "" && !a.firstSeen(keyError, r.UUID) {
 			return
@@ -85,10 +86,10 @@ func (a *Assembler) system(c *ctxState, r *transcript.Record) {
 	case "turn_duration":
 		// Claude Code's own figure for the turn's active time, written
 		// as the turn ends; copies (resume) count once.
-		if c.agent != nil || r.DurationMs < 0 || r.UUID != "" && !a.firstSeen(keyTurnDuration, r.UUID) {
+		if c.agent != nil || x.DurationMs < 0 || r.UUID != "" && !a.firstSeen(keyTurnDuration, r.UUID) {
 			return
 		}
-		d := time.Duration(r.DurationMs) * time.Millisecond
+		d := time.Duration(x.DurationMs) * time.Millisecond
 		if t := c.sess.ownTurn(); t != nil {
 			t.Reported += d
 			t.HasReported = true

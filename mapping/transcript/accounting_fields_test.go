@@ -59,10 +59,10 @@ func TestDecodeAccountingFields(t *testing.T) {
 			eq(t, "Geo", m.Usage.Geo, tc.want.geo)
 			eq(t, "CacheMiss", m.CacheMiss, tc.want.miss)
 			eq(t, "CacheMissTokens", m.CacheMissTokens, tc.want.missTokens)
-			eq(t, "Skill", r.Skill, tc.want.skill)
-			eq(t, "Plugin", r.Plugin, tc.want.plugin)
+			eq(t, "Skill", r.Rare().Skill, tc.want.skill)
+			eq(t, "Plugin", r.Rare().Plugin, tc.want.plugin)
 			eq(t, "Effort", r.Effort, tc.want.effort)
-			eq(t, "MCPServer", r.MCPServer, tc.want.mcp)
+			eq(t, "MCPServer", r.Rare().MCPServer, tc.want.mcp)
 			eq(t, "Problem", m.Usage.Problem, tc.want.problem)
 			eq(t, "Input", m.Usage.Input, tc.want.input)
 			if !slices.Equal(m.Advisor, tc.want.advisor) {

@@ -21,7 +21,7 @@ func checkGoodLine(t *testing.T, r *Record) {
 		m.ID != "msg_01" || m.Model != "claude-opus-4-5-20251101" || m.StopReason != "tool_use" ||
 		m.Usage != (Usage{Input: 10, CacheCreation: 20, CacheRead: 30, Output: 40}) ||
 		m.TextBlocks != 1 || m.TextHead != "Done." || len(m.ToolUses) != 1 || m.ToolUses[0] != (ToolUse{ID: "toolu_1", Name: "Read"}) ||
-		len(m.ToolResults) != 0 || r.HasEmbedded() || r.UnknownFields != 0 || r.Error != "" ||
+		len(m.ToolResults) != 0 || r.HasEmbedded() || r.UnknownFields != 0 || r.Rare().Error != "" ||
 		!r.Timestamp.Equal(time.Date(2026, 5, 14, 18, 47, 56, 1e6, time.UTC)) {
 		t.Fatalf("good line decoded wrongly after a bad one: %+v", r)
 	}

@@ -126,7 +126,7 @@ func TestDecodeAgreesWithEncodingJSONOnCorpus(t *testing.T) {
 			if rec.HasEmbedded() {
 				compareRecord(t, path, ref.Data.Message, rec.Embedded)
 			}
-			if rec.ProgressAgentID != ref.Data.AgentID {
+			if rec.Rare().ProgressAgentID != ref.Data.AgentID {
 				t.Fatalf("%s: progress data mismatch", path)
 			}
 		}
@@ -135,12 +135,12 @@ func TestDecodeAgreesWithEncodingJSONOnCorpus(t *testing.T) {
 
 func compareRecord(t *testing.T, path string, ref *refRecord, rec *Record) {
 	t.Helper()
-	if rec.Type != ref.Type || rec.Subtype != ref.Subtype || rec.UUID != ref.UUID || rec.SessionID != ref.SessionID ||
+	if rec.Type != ref.Type || rec.Rare().Subtype != ref.Subtype || rec.UUID != ref.UUID || rec.SessionID != ref.SessionID ||
 		rec.IsSidechain != ref.IsSidechain || rec.IsMeta != ref.IsMeta || rec.IsCompactSummary != ref.IsCompact {
 		t.Fatalf("%s: envelope mismatch: got %+v", path, rec)
 	}
 	if ref.CompactMetadata != nil {
-		if rec.CompactTrigger != ref.CompactMetadata.Trigger || rec.CompactPreTokens != ref.CompactMetadata.PreTokens {
+		if rec.Rare().CompactTrigger != ref.CompactMetadata.Trigger || rec.Rare().CompactPreTokens != ref.CompactMetadata.PreTokens {
 			t.Fatalf("%s: compact mismatch", path)
 		}
 	}

@@ -290,7 +290,9 @@ func (d *Decoder) record(b []byte, i int, r *Record) (int, error) {
 			}
 			return skipValue(b, v)
 		case "subtype":
-			r.Subtype, next, err = d.str(b, v, true)
+			var x string
+			x, next, err = d.str(b, v, true)
+			setRare(r, x, func(m *Rare) *string { return &m.Subtype })
 		case "uuid":
 			r.UUID, next, err = d.str(b, v, false)
 		case "parentUuid":
@@ -318,11 +320,17 @@ func (d *Decoder) record(b []byte, i int, r *Record) (int, error) {
 		case "isVisibleInTranscriptOnly":
 			r.IsVisibleOnly, next, err = readBool(b, v)
 		case "error":
-			r.Error, next, err = d.str(b, v, true)
+			var x string
+			x, next, err = d.str(b, v, true)
+			setRare(r, x, func(m *Rare) *string { return &m.Error })
 		case "apiErrorStatus":
-			r.APIErrorStatus, next, err = readInt(b, v)
+			var n int64
+			n, next, err = readInt(b, v)
+			setRare(r, n, func(m *Rare) *int64 { return &m.APIErrorStatus })
 		case "level":
-			r.Level, next, err = d.str(b, v, true)
+			var x string
+			x, next, err = d.str(b, v, true)
+			setRare(r, x, func(m *Rare) *string { return &m.Level })
 		case "cwd":
 			r.Cwd, next, err = d.str(b, v, true)
 		case "gitBranch":
@@ -344,7 +352,9 @@ func (d *Decoder) record(b []byte, i int, r *Record) (int, error) {
 		case "compactMetadata", "microcompactMetadata":
 			return d.compactMetadata(b, v, r)
 		case "durationMs":
-			r.DurationMs, next, err = readInt(b, v)
+			var n int64
+			n, next, err = readInt(b, v)
+			setRare(r, n, func(m *Rare) *int64 { return &m.DurationMs })
 		case "content":
 			if v < len(b) && b[v] == '"' {
 				// Not kept; checked as when its head was (readLong).
@@ -364,20 +374,32 @@ func (d *Decoder) record(b []byte, i int, r *Record) (int, error) {
 		case "leafUuid":
 			next, err = checkedSkip(b, v)
 		case "attributionSkill":
-			r.Skill, next, err = d.label(b, v)
+			var x string
+			x, next, err = d.label(b, v)
+			setRare(r, x, func(m *Rare) *string { return &m.Skill })
 		case "attributionPlugin":
-			r.Plugin, next, err = d.label(b, v)
+			var x string
+			x, next, err = d.label(b, v)
+			setRare(r, x, func(m *Rare) *string { return &m.Plugin })
 		case "effort":
 			r.Effort, next, err = d.label(b, v)
 		case "attributionMcpServer":
-			r.MCPServer, next, err = d.label(b, v)
+			var x string
+			x, next, err = d.label(b, v)
+			setRare(r, x, func(m *Rare) *string { return &m.MCPServer })
 		case "prUrl":
-			r.PRURL, next, err = d.capped(b, v, 512)
+			var x string
+			x, next, err = d.capped(b, v, 512)
+			setRare(r, x, func(m *Rare) *string { return &m.PRURL })
 		case "prRepository":
-			r.PRRepo, next, err = d.capped(b, v, 512)
+			var x string
+			x, next, err = d.capped(b, v, 512)
+			setRare(r, x, func(m *Rare) *string { return &m.PRRepo })
 		case "prNumber":
 			if v < len(b) && b[v] >= '0' && b[v] <= '9' {
-				r.PRNumber, next, err = readInt(b, v)
+				var n int64
+				n, next, err = readInt(b, v)
+				setRare(r, n, func(m *Rare) *int64 { return &m.PRNumber })
 			} else {
 				next, err = skipValue(b, v)
 			}
@@ -387,7 +409,8 @@ func (d *Decoder) record(b []byte, i int, r *Record) (int, error) {
 				if e != nil {
 					return 0, e
 				}
-				r.Title, _ = headOf(raw, 256)
+				t, _ := headOf(raw, 256)
+				setRare(r, t, func(m *Rare) *string { return &m.Title })
 				return n, nil
 			}
 			return skipValue(b, v)
@@ -399,6 +422,17 @@ func (d *Decoder) record(b []byte, i int, r *Record) (int, error) {
 		}
 		return next, err
 	})
+}
+
+// setRare stores v in the rare field of r that field picks. A zero value
+// allocates nothing on a record without rare fields (they read as zero
+// already), and replaces an earlier value on one with them: a repeated key
+// replaces the earlier value, as encoding/json does.
+func setRare[T comparable](r *Record, v T, field func(*Rare) *T) {
+	var zero T
+	if v != zero || r.rare != nil {
+		*field(r.more()) = v
+	}
 }
 
 // knownSkippedKey lists the top-level keys seen in real transcripts that
@@ -430,10 +464,12 @@ func (d *Decoder) timestamp(b []byte, v int, r *Record) (int, error) {
 		// A repeated key replaces the earlier value, as encoding/json
 		// does: the last timestamp is the record's, parsed or raw.
 		if t, ok := parseTime(raw); ok && !esc {
-			r.Timestamp, r.TimestampRaw = t, ""
+			r.Timestamp = t
+			setRare(r, "", func(m *Rare) *string { return &m.TimestampRaw })
 		} else {
 			r.Timestamp = time.Time{}
-			r.TimestampRaw, _ = head(raw, esc, 64)
+			h, _ := head(raw, esc, 64)
+			setRare(r, h, func(m *Rare) *string { return &m.TimestampRaw })
 		}
 		return next, nil
 	}
@@ -441,7 +477,8 @@ func (d *Decoder) timestamp(b []byte, v int, r *Record) (int, error) {
 		// Epoch milliseconds, as history.jsonl writes them.
 		ms, next, err := readInt(b, v)
 		if err == nil && ms > 0 {
-			r.Timestamp, r.TimestampRaw = time.UnixMilli(ms).UTC(), ""
+			r.Timestamp = time.UnixMilli(ms).UTC()
+			setRare(r, "", func(m *Rare) *string { return &m.TimestampRaw })
 		}
 		return next, err
 	}
@@ -492,9 +529,13 @@ func (d *Decoder) compactMetadata(b []byte, v int, r *Record) (int, error) {
 		var err error
 		switch string(key) {
 		case "trigger":
-			r.CompactTrigger, next, err = d.str(b, v, true)
+			var x string
+			x, next, err = d.str(b, v, true)
+			setRare(r, x, func(m *Rare) *string { return &m.CompactTrigger })
 		case "preTokens":
-			r.CompactPreTokens, next, err = readInt(b, v)
+			var n int64
+			n, next, err = readInt(b, v)
+			setRare(r, n, func(m *Rare) *int64 { return &m.CompactPreTokens })
 		default:
 			return skipValue(b, v)
 		}

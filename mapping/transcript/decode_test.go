@@ -197,7 +197,7 @@ func TestDecodeRecordKinds(t *testing.T) {
 			check: func(t *testing.T, r *Record) {
 				eq(t, "Kind", r.Kind, KindProgress)
 				eq(t, "UUID", r.UUID, "p-1")
-				eq(t, "ProgressAgentID", r.ProgressAgentID, "a28c6c6")
+				eq(t, "ProgressAgentID", r.Rare().ProgressAgentID, "a28c6c6")
 				eq(t, "ToolUseID", r.ToolUseID, "agent_msg_014")
 				eq(t, "ParentToolUseID", r.ParentToolUseID, "toolu_01Task")
 				eq(t, "HasMessage (outer)", r.HasMessage, false)
@@ -237,7 +237,7 @@ func TestDecodeRecordKinds(t *testing.T) {
 			name: "progress without a message has no embedded record",
 			line: `{"type":"progress","data":{"type":"bash_progress","output":"building\n","fullOutput":"building\n","elapsedTimeSeconds":3,"totalLines":1},"toolUseID":"bash-progress-0","parentToolUseID":"toolu_bash","uuid":"p-3"}`,
 			check: func(t *testing.T, r *Record) {
-				eq(t, "ProgressAgentID", r.ProgressAgentID, "")
+				eq(t, "ProgressAgentID", r.Rare().ProgressAgentID, "")
 				eq(t, "HasEmbedded", r.HasEmbedded(), false)
 				eq(t, "ParentToolUseID", r.ParentToolUseID, "toolu_bash")
 			},
@@ -247,11 +247,11 @@ func TestDecodeRecordKinds(t *testing.T) {
 			line: `{"parentUuid":null,"logicalParentUuid":"e6f9","isSidechain":false,"type":"system","subtype":"compact_boundary","content":"Conversation compacted","isMeta":false,"timestamp":"2026-05-06T00:49:58.710Z","uuid":"cb-1","level":"info","compactMetadata":{"trigger":"auto","preTokens":173429,"postTokens":7850,"durationMs":135906},"userType":"external","entrypoint":"cli","cwd":"X:\\03_ACG","sessionId":"s-2","version":"2.1.128","gitBranch":"dev","slug":"linear-dancing-wozniak"}`,
 			check: func(t *testing.T, r *Record) {
 				eq(t, "Kind", r.Kind, KindSystem)
-				eq(t, "Subtype", r.Subtype, "compact_boundary")
-				eq(t, "CompactTrigger", r.CompactTrigger, "auto")
-				eq(t, "CompactPreTokens", r.CompactPreTokens, int64(173429))
-				eq(t, "DurationMs (metadata durationMs is not the record's)", r.DurationMs, int64(0))
-				eq(t, "Level", r.Level, "info")
+				eq(t, "Subtype", r.Rare().Subtype, "compact_boundary")
+				eq(t, "CompactTrigger", r.Rare().CompactTrigger, "auto")
+				eq(t, "CompactPreTokens", r.Rare().CompactPreTokens, int64(173429))
+				eq(t, "DurationMs (metadata durationMs is not the record's)", r.Rare().DurationMs, int64(0))
+				eq(t, "Level", r.Rare().Level, "info")
 				eq(t, "Cwd (escaped backslash)", r.Cwd, `X:\03_ACG`)
 				eq(t, "Slug", r.Slug, "linear-dancing-wozniak")
 				eq(t, "UnknownFields", r.UnknownFields, 0)
@@ -261,9 +261,9 @@ func TestDecodeRecordKinds(t *testing.T) {
 			name: "system microcompact_boundary with microcompactMetadata",
 			line: `{"parentUuid":"342e","isSidechain":false,"type":"system","subtype":"microcompact_boundary","content":"Context microcompacted","isMeta":false,"timestamp":"2026-05-14T19:49:51.326Z","uuid":"mc-1","level":"info","microcompactMetadata":{"trigger":"manual","preTokens":22189,"tokensSaved":2000,"compactedToolIds":["t1","t2"],"clearedAttachmentUUIDs":[]}}`,
 			check: func(t *testing.T, r *Record) {
-				eq(t, "Subtype", r.Subtype, "microcompact_boundary")
-				eq(t, "CompactTrigger", r.CompactTrigger, "manual")
-				eq(t, "CompactPreTokens", r.CompactPreTokens, int64(22189))
+				eq(t, "Subtype", r.Rare().Subtype, "microcompact_boundary")
+				eq(t, "CompactTrigger", r.Rare().CompactTrigger, "manual")
+				eq(t, "CompactPreTokens", r.Rare().CompactPreTokens, int64(22189))
 			},
 		},
 		{
@@ -271,9 +271,9 @@ func TestDecodeRecordKinds(t *testing.T) {
 			line: `{"parentUuid":"f2a7","isSidechain":false,"userType":"external","type":"system","subtype":"api_error","level":"error","error":{"status":529,"headers":{},"error":{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}},"retryInMs":602.1275093184647,"retryAttempt":1,"maxRetries":10,"timestamp":"2026-05-08T21:02:39.816Z","uuid":"ae65"}`,
 			check: func(t *testing.T, r *Record) {
 				eq(t, "Kind", r.Kind, KindSystem)
-				eq(t, "Subtype", r.Subtype, "api_error")
-				eq(t, "Level", r.Level, "error")
-				eq(t, "Error (object is not a string)", r.Error, "")
+				eq(t, "Subtype", r.Rare().Subtype, "api_error")
+				eq(t, "Level", r.Rare().Level, "error")
+				eq(t, "Error (object is not a string)", r.Rare().Error, "")
 				eq(t, "UUID (after the error object)", r.UUID, "ae65")
 				eq(t, "UnknownFields", r.UnknownFields, 0)
 			},
@@ -282,7 +282,7 @@ func TestDecodeRecordKinds(t *testing.T) {
 			name: "system turn_duration reads durationMs",
 			line: `{"type":"system","subtype":"turn_duration","durationMs":45678,"isMeta":false,"uuid":"td-1"}`,
 			check: func(t *testing.T, r *Record) {
-				eq(t, "DurationMs", r.DurationMs, int64(45678))
+				eq(t, "DurationMs", r.Rare().DurationMs, int64(45678))
 			},
 		},
 		{
@@ -291,9 +291,9 @@ func TestDecodeRecordKinds(t *testing.T) {
 			check: func(t *testing.T, r *Record) {
 				eq(t, "IsSynthetic", r.IsSynthetic(), true)
 				eq(t, "Model", r.Message.Model, SyntheticModel)
-				eq(t, "Error", r.Error, "rate_limit")
+				eq(t, "Error", r.Rare().Error, "rate_limit")
 				eq(t, "IsAPIErrorMessage", r.IsAPIErrorMessage, true)
-				eq(t, "APIErrorStatus", r.APIErrorStatus, int64(429))
+				eq(t, "APIErrorStatus", r.Rare().APIErrorStatus, int64(429))
 				eq(t, "StopReason", r.Message.StopReason, "stop_sequence")
 				eq(t, "TextHead", r.Message.TextHead, "You've hit your limit · resets 3:40pm (America/Ciudad_Juarez)")
 				eq(t, "HasBreakdown", r.Message.Usage.HasBreakdown, true)
@@ -306,7 +306,7 @@ func TestDecodeRecordKinds(t *testing.T) {
 			line: `{"type":"summary","summary":"Fixing the flaky test","leafUuid":"leaf-1"}`,
 			check: func(t *testing.T, r *Record) {
 				eq(t, "Kind", r.Kind, KindSummary)
-				eq(t, "Title", r.Title, "")
+				eq(t, "Title", r.Rare().Title, "")
 				eq(t, "UnknownFields", r.UnknownFields, 0)
 			},
 		},
@@ -315,7 +315,7 @@ func TestDecodeRecordKinds(t *testing.T) {
 			line: `{"type":"custom-title","customTitle":"Personal relationship tracking system","sessionId":"a683"}`,
 			check: func(t *testing.T, r *Record) {
 				eq(t, "Kind", r.Kind, KindCustomTitle)
-				eq(t, "Title", r.Title, "Personal relationship tracking system")
+				eq(t, "Title", r.Rare().Title, "Personal relationship tracking system")
 				eq(t, "SessionID", r.SessionID, "a683")
 			},
 		},
@@ -324,7 +324,7 @@ func TestDecodeRecordKinds(t *testing.T) {
 			line: `{"type":"ai-title","aiTitle":"Refactor \u00e9l parser","sessionId":"s"}`,
 			check: func(t *testing.T, r *Record) {
 				eq(t, "Kind", r.Kind, KindAITitle)
-				eq(t, "Title", r.Title, "Refactor él parser")
+				eq(t, "Title", r.Rare().Title, "Refactor él parser")
 			},
 		},
 		{
@@ -512,7 +512,7 @@ func TestDecodeNumbers(t *testing.T) {
 			for name, got := range map[string]int64{"Input": u.Input, "Output": u.Output, "CacheRead": u.CacheRead, "CacheCreation": u.CacheCreation, "Ephemeral5m": u.Ephemeral5m, "Ephemeral1h": u.Ephemeral1h} {
 				eq(t, name, got, tc.usage)
 			}
-			for name, got := range map[string]int64{"APIErrorStatus": r.APIErrorStatus, "DurationMs": r.DurationMs, "CompactPreTokens": r.CompactPreTokens} {
+			for name, got := range map[string]int64{"APIErrorStatus": r.Rare().APIErrorStatus, "DurationMs": r.Rare().DurationMs, "CompactPreTokens": r.Rare().CompactPreTokens} {
 				eq(t, name, got, tc.want)
 			}
 			eq(t, "UUID after the numbers", r.UUID, "after")
@@ -776,7 +776,7 @@ func TestDecodeTimestamps(t *testing.T) {
 			if !r.Timestamp.Equal(tc.want) || r.Timestamp.Location() != time.UTC {
 				t.Errorf("Timestamp = %v (%v), want %v UTC", r.Timestamp, r.Timestamp.Location(), tc.want)
 			}
-			eq(t, "TimestampRaw", r.TimestampRaw, tc.wantRaw)
+			eq(t, "TimestampRaw", r.Rare().TimestampRaw, tc.wantRaw)
 			eq(t, "UUID", r.UUID, "after")
 		})
 	}
@@ -812,7 +812,7 @@ func TestDecodeRepeatedTimestampKeepsTheLast(t *testing.T) {
 			if !r.Timestamp.Equal(tc.want) {
 				t.Errorf("Timestamp = %v, want %v", r.Timestamp, tc.want)
 			}
-			eq(t, "TimestampRaw", r.TimestampRaw, tc.wantRaw)
+			eq(t, "TimestampRaw", r.Rare().TimestampRaw, tc.wantRaw)
 		})
 	}
 }
@@ -824,8 +824,8 @@ func TestDecodeRepeatedTimestampKeepsTheLast(t *testing.T) {
 func TestDecodeTimestampImpossibleDate(t *testing.T) {
 	for _, s := range []string{"2025-02-30T00:00:00.000Z", "2025-04-31T12:00:00.000Z", "2025-02-28T23:59:60.000Z"} {
 		r := decodeOK(t, Options{}, `{"type":"user","timestamp":"`+s+`"}`)
-		if !r.Timestamp.IsZero() || r.TimestampRaw != s {
-			t.Errorf("%s: Timestamp=%v TimestampRaw=%q, want zero and the raw text", s, r.Timestamp, r.TimestampRaw)
+		if !r.Timestamp.IsZero() || r.Rare().TimestampRaw != s {
+			t.Errorf("%s: Timestamp=%v TimestampRaw=%q, want zero and the raw text", s, r.Timestamp, r.Rare().TimestampRaw)
 		}
 	}
 }
@@ -976,5 +976,49 @@ func TestRecordTypesClaudeCodeWritesTodayAreNotUnknown(t *testing.T) {
 		if r.Kind != tc.kind || r.UnknownFields != tc.unknownFields {
 			t.Errorf("%s: kind %v, %d unknown fields; want %v, %d", tc.line, r.Kind, r.UnknownFields, tc.kind, tc.unknownFields)
 		}
+	}
+}
+
+// TestDecodeRareFieldsOnlyWhereALineHasThem: the rare fields are allocated
+// for a line that carries one, never for the common lines, and a record
+// reused for a common line holds none of an earlier line's; a repeated key
+// replaces its earlier value, an empty one included.
+func TestDecodeRareFieldsOnlyWhereALineHasThem(t *testing.T) {
+	cases := []struct {
+		name, line string
+		rare       bool
+		want       Rare
+	}{
+		{"assistant with usage", `{"type":"assistant","uuid":"a","effort":"high","message":{"id":"m","model":"claude-opus-4-5","usage":{"input_tokens":1}}}`, false, Rare{}},
+		{"user with a tool result", `{"type":"user","message":{"content":[{"type":"tool_result","tool_use_id":"t","content":"ok"}]},"toolUseResult":{"stdout":"done"}}`, false, Rare{}},
+		{"progress naming no agent", `{"type":"progress","toolUseID":"t","data":{"type":"agent_progress","agentId":""}}`, false, Rare{}},
+		{"empty rare values", `{"type":"system","subtype":"","level":"","durationMs":0,"attributionSkill":""}`, false, Rare{}},
+		{"attributed request", `{"type":"assistant","attributionSkill":"deep-research","attributionMcpServer":"github"}`, true, Rare{Skill: "deep-research", MCPServer: "github"}},
+		{"turn duration", `{"type":"system","subtype":"turn_duration","durationMs":45678,"level":"info"}`, true, Rare{Subtype: "turn_duration", DurationMs: 45678, Level: "info"}},
+		{"repeated key ends empty", `{"type":"system","subtype":"api_error","subtype":""}`, true, Rare{}},
+		{"repeated number ends zero", `{"type":"system","durationMs":5,"durationMs":0}`, true, Rare{}},
+		{"edit result", `{"type":"user","toolUseResult":{"type":"create","content":"a\nb"}}`, true, Rare{Edit: EditResult{Has: true, Created: true, Added: 2}}},
+	}
+	d := NewDecoder(Options{})
+	var reused Record
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			r := decodeOK(t, Options{}, tc.line)
+			if (r.rare != nil) != tc.rare {
+				t.Errorf("rare fields allocated: %v, want %v", r.rare != nil, tc.rare)
+			}
+			if r.Rare() != tc.want {
+				t.Errorf("Rare() = %+v, want %+v", r.Rare(), tc.want)
+			}
+			if err := d.Decode([]byte(`{"type":"system","subtype":"compact_boundary","compactMetadata":{"trigger":"auto","preTokens":9}}`), &reused); err != nil || reused.rare == nil {
+				t.Fatalf("decode system line: %v, rare %v", err, reused.rare)
+			}
+			if err := d.Decode([]byte(tc.line), &reused); err != nil {
+				t.Fatal(err)
+			}
+			if (reused.rare != nil) != tc.rare || reused.Rare() != tc.want {
+				t.Errorf("reused record: rare %v, %+v; want %v, %+v", reused.rare != nil, reused.Rare(), tc.rare, tc.want)
+			}
+		})
 	}
 }

@@ -71,13 +71,13 @@ func TestDecodeEditFacts(t *testing.T) {
 	for _, tc := range results {
 		t.Run(tc.name, func(t *testing.T) {
 			r := decodeOK(t, Options{}, tc.line)
-			if r.Edit != tc.edit || r.Message.ToolResults[0].Rejected != tc.rejected {
-				t.Errorf("edit %+v rejected %v; want %+v %v", r.Edit, r.Message.ToolResults[0].Rejected, tc.edit, tc.rejected)
+			if r.Rare().Edit != tc.edit || r.Message.ToolResults[0].Rejected != tc.rejected {
+				t.Errorf("edit %+v rejected %v; want %+v %v", r.Rare().Edit, r.Message.ToolResults[0].Rejected, tc.edit, tc.rejected)
 			}
 		})
 	}
 	r := decodeOK(t, Options{}, `{"type":"pr-link","sessionId":"s","prNumber":55,"prUrl":"https://github.com/o/r/pull/55","prRepository":"o/r","timestamp":"2026-09-13T10:00:00.000Z"}`)
-	if r.Kind != KindPRLink || r.PRNumber != 55 || r.PRURL != "https://github.com/o/r/pull/55" || r.PRRepo != "o/r" || r.UnknownFields != 0 {
+	if r.Kind != KindPRLink || r.Rare().PRNumber != 55 || r.Rare().PRURL != "https://github.com/o/r/pull/55" || r.Rare().PRRepo != "o/r" || r.UnknownFields != 0 {
 		t.Errorf("pr-link: %+v", r)
 	}
 }
@@ -103,8 +103,8 @@ func TestDecodeHugePatchCountsWithoutKeepingIt(t *testing.T) {
 	if err := dec.Decode(huge, &r); err != nil {
 		t.Fatal(err)
 	}
-	if want := (EditResult{Has: true, Added: 66_667, Removed: 66_667}); r.Edit != want {
-		t.Fatalf("edit %+v, want %+v", r.Edit, want)
+	if want := (EditResult{Has: true, Added: 66_667, Removed: 66_667}); r.Rare().Edit != want {
+		t.Fatalf("edit %+v, want %+v", r.Rare().Edit, want)
 	}
 	allocs := func(b []byte) float64 {
 		return testing.AllocsPerRun(20, func() { _ = dec.Decode(b, &r) })
@@ -138,13 +138,13 @@ func TestPullRequestURLIn(t *testing.T) {
 		}
 	}
 	line := `{"type":"user","message":{"role":"user","content":[{"type":"tool_result","tool_use_id":"t","content":"x"}]},"toolUseResult":{"stdout":"Warning: 2 uncommitted changes\nhttps://github.com/o/r/pull/31","stderr":"","interrupted":false}}`
-	if r := decodeOK(t, Options{}, line); r.OutputPRURL != "https://github.com/o/r/pull/31" {
-		t.Errorf("OutputPRURL = %q", r.OutputPRURL)
+	if r := decodeOK(t, Options{}, line); r.Rare().OutputPRURL != "https://github.com/o/r/pull/31" {
+		t.Errorf("OutputPRURL = %q", r.Rare().OutputPRURL)
 	}
 	for _, tur := range []string{`{"stdout":7}`, `{"stdout":null}`, `{"stderr":"https://github.com/o/r/pull/31"}`, `"https://github.com/o/r/pull/31"`} {
 		line := `{"type":"user","message":{"role":"user","content":[{"type":"tool_result","tool_use_id":"t","content":"x"}]},"toolUseResult":` + tur + `}`
-		if r := decodeOK(t, Options{}, line); r.OutputPRURL != "" {
-			t.Errorf("%s: OutputPRURL = %q", tur, r.OutputPRURL)
+		if r := decodeOK(t, Options{}, line); r.Rare().OutputPRURL != "" {
+			t.Errorf("%s: OutputPRURL = %q", tur, r.Rare().OutputPRURL)
 		}
 	}
 }

@@ -185,7 +185,7 @@ func checkInvariants(t *testing.T, r *Record, opts Options) {
 				}
 			}
 		}
-		for _, s := range []string{r.Skill, r.Plugin, r.Effort, u.Speed, u.Geo, m.CacheMiss} {
+		for _, s := range []string{r.Rare().Skill, r.Rare().Plugin, r.Effort, u.Speed, u.Geo, m.CacheMiss} {
 			if len(s) > LabelMax || !utf8.ValidString(s) {
 				t.Fatalf("label value %q longer than %d or not UTF-8", s, LabelMax)
 			}
@@ -196,10 +196,10 @@ func checkInvariants(t *testing.T, r *Record, opts Options) {
 		if len(m.TextHead) > TextHeadMax || !utf8.ValidString(m.TextHead) || (m.TextHeadCut && len(m.TextHead) < TextHeadMax-3) {
 			t.Fatalf("bad TextHead %q (cut %v)", m.TextHead, m.TextHeadCut)
 		}
-		if len(r.Title) > 256 || len(r.TimestampRaw) > 64 || !utf8.ValidString(r.Title) || !utf8.ValidString(r.TimestampRaw) {
-			t.Fatalf("bad Title %q or TimestampRaw %q", r.Title, r.TimestampRaw)
+		if len(r.Rare().Title) > 256 || len(r.Rare().TimestampRaw) > 64 || !utf8.ValidString(r.Rare().Title) || !utf8.ValidString(r.Rare().TimestampRaw) {
+			t.Fatalf("bad Title %q or TimestampRaw %q", r.Rare().Title, r.Rare().TimestampRaw)
 		}
-		if !r.Timestamp.IsZero() && r.TimestampRaw != "" {
+		if !r.Timestamp.IsZero() && r.Rare().TimestampRaw != "" {
 			t.Fatalf("both Timestamp and TimestampRaw set")
 		}
 		max := opts.MaxKeepBytes
@@ -368,7 +368,7 @@ func compareWithReference(t *testing.T, ref map[string]any, r *Record, escType b
 	for _, f := range []struct {
 		key string
 		got string
-	}{{"parentUuid", r.ParentUUID}, {"sessionId", r.SessionID}, {"requestId", r.RequestID}, {"cwd", r.Cwd}, {"error", r.Error}} {
+	}{{"parentUuid", r.ParentUUID}, {"sessionId", r.SessionID}, {"requestId", r.RequestID}, {"cwd", r.Cwd}, {"error", r.Rare().Error}} {
 		if want := refString(ref[f.key]); f.got != want {
 			t.Fatalf("%s %q, encoding/json %q", f.key, f.got, want)
 		}
@@ -385,7 +385,7 @@ func compareWithReference(t *testing.T, ref map[string]any, r *Record, escType b
 	}
 	data, _ := ref["data"].(map[string]any)
 	if data != nil {
-		if got, want := r.ProgressAgentID, refString(data["agentId"]); got != want {
+		if got, want := r.Rare().ProgressAgentID, refString(data["agentId"]); got != want {
 			t.Fatalf("data.agentId %q, encoding/json %q", got, want)
 		}
 	}

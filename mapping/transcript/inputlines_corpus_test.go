@@ -89,7 +89,7 @@ func measureInputLines(t *testing.T, tree string) inputLinesMeasure {
 					uses[u.ID] = use{kind: u.Name + replaceAll(t, sc.Bytes(), u.ID), lines: u.InputLines}
 				}
 			}
-			if len(r.Message.ToolResults) != 1 || !r.Edit.Has {
+			if len(r.Message.ToolResults) != 1 || !r.Rare().Edit.Has {
 				continue
 			}
 			res := r.Message.ToolResults[0]
@@ -100,15 +100,15 @@ func measureInputLines(t *testing.T, tree string) inputLinesMeasure {
 			kind := u.kind
 			if u.kind == "Write" {
 				kind = "Write update"
-				if r.Edit.Created {
+				if r.Rare().Edit.Created {
 					kind = "Write create"
 				}
 			}
 			m.calls[kind]++
-			if u.lines.Has && u.lines.Added == r.Edit.Added && u.lines.Removed == r.Edit.Removed {
+			if u.lines.Has && u.lines.Added == r.Rare().Edit.Added && u.lines.Removed == r.Rare().Edit.Removed {
 				m.match[kind]++
 			}
-			if !r.Edit.Created {
+			if !r.Rare().Edit.Created {
 				n, prefixed := patchPrefixes(t, sc.Bytes())
 				m.patchLines += n
 				m.prefixed += prefixed

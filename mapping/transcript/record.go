@@ -329,8 +329,7 @@ type TaskResult struct {
 type Record struct {
 	Kind Kind
 	// Type is the raw "type" value (kept for unknown kinds and counting).
-	Type    string
-	Subtype string
+	Type string
 
 	UUID       string
 	ParentUUID string
@@ -338,9 +337,6 @@ type Record struct {
 	AgentID    string
 	RequestID  string
 	Timestamp  time.Time
-	// TimestampRaw holds an unparsable timestamp (empty when Timestamp is
-	// set or the field is absent).
-	TimestampRaw string
 
 	IsSidechain       bool
 	IsMeta            bool
@@ -350,21 +346,9 @@ type Record struct {
 	// HasMessage says the line had a "message" object.
 	HasMessage bool
 
-	// Error is the string "error" field of synthetic assistant lines
-	// (e.g. "rate_limit"); APIErrorStatus is apiErrorStatus.
-	Error          string
-	APIErrorStatus int64
-	Level          string
-
-	// Skill and Plugin are attributionSkill and attributionPlugin, Effort
-	// the effort level (assistant lines of newer versions); each cut at
-	// LabelMax bytes.
-	Skill  string
-	Plugin string
+	// Effort is the effort level (assistant lines of newer versions), cut
+	// at LabelMax bytes.
 	Effort string
-	// MCPServer is attributionMcpServer: the MCP server whose tool the
-	// request answers.
-	MCPServer string
 
 	Cwd       string
 	GitBranch string
@@ -375,9 +359,49 @@ type Record struct {
 
 	// TaskResult is set when toolUseResult names a subagent.
 	TaskResult *TaskResult
+
+	// Progress records.
+	ParentToolUseID string
+	ToolUseID       string
+	// Embedded is the message envelope a progress record carries
+	// (data.message): a user or assistant record of a subagent, written
+	// into the parent's file by older versions.
+	Embedded *Record
+
+	// UnknownFields counts top-level keys this decoder does not know.
+	UnknownFields int
+
+	// rare holds the fields few lines carry; nil when the line has none.
+	rare *Rare
+}
+
+// Rare holds the fields of a record that few lines carry (system, pr-link,
+// title and progress records, attributed requests, edit results, bad
+// timestamps). They live apart so that the records every line is decoded
+// into stay small: batches of records are recycled whole and every
+// collection scans them, so a record's size costs more than its bytes
+// (bench/README.md, tenth session).
+type Rare struct {
+	Subtype string
+	// TimestampRaw holds an unparsable timestamp (empty when Timestamp is
+	// set or the field is absent).
+	TimestampRaw string
+
+	// Error is the string "error" field of synthetic assistant lines
+	// (e.g. "rate_limit"); APIErrorStatus is apiErrorStatus.
+	Error          string
+	APIErrorStatus int64
+	Level          string
+
+	// Skill and Plugin are attributionSkill and attributionPlugin, each cut
+	// at LabelMax bytes. MCPServer is attributionMcpServer: the MCP server
+	// whose tool the request answers.
+	Skill     string
+	Plugin    string
+	MCPServer string
+
 	// Edit is what toolUseResult says an edit tool changed.
 	Edit EditResult
-
 	// OutputPRURL is the last pull request URL in a shell call's output
 	// (toolUseResult.stdout; see PullRequestURLIn): where gh pr create
 	// prints the pull request it opened.
@@ -393,20 +417,28 @@ type Record struct {
 	CompactTrigger   string
 	CompactPreTokens int64
 	DurationMs       int64
-	// Progress records.
+	// ProgressAgentID is a progress record's data.agentId.
 	ProgressAgentID string
-	ParentToolUseID string
-	ToolUseID       string
-	// Embedded is the message envelope a progress record carries
-	// (data.message): a user or assistant record of a subagent, written
-	// into the parent's file by older versions.
-	Embedded *Record
 
-	// Summary / title records.
+	// Title is a title record's customTitle, aiTitle or agentName.
 	Title string
+}
 
-	// UnknownFields counts top-level keys this decoder does not know.
-	UnknownFields int
+// Rare returns the record's rare fields, all zero when it has none.
+func (r *Record) Rare() Rare {
+	if r.rare == nil {
+		return Rare{}
+	}
+	return *r.rare
+}
+
+// more returns the record's rare fields for writing, allocating them on
+// first use.
+func (r *Record) more() *Rare {
+	if r.rare == nil {
+		r.rare = new(Rare)
+	}
+	return r.rare
 }
 
 // reset clears r for reuse, keeping allocated slices.

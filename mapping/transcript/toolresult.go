@@ -54,7 +54,7 @@ func (d *Decoder) toolUseResult(b []byte, v int, r *Record) (int, error) {
 				n, e := skipValue(b, v)
 				if e == nil {
 					if u := PullRequestURLIn(b[v+1 : n-1]); u != nil {
-						r.OutputPRURL = string(u)
+						r.more().OutputPRURL = string(u)
 					}
 				}
 				return n, e
@@ -85,10 +85,10 @@ func (d *Decoder) toolUseResult(b []byte, v int, r *Record) (int, error) {
 	}
 	switch {
 	case created:
-		r.Edit = EditResult{Has: true, Created: true, Added: contentLines}
+		r.more().Edit = EditResult{Has: true, Created: true, Added: contentLines}
 	case patched:
 		edit.Has = true
-		r.Edit = edit
+		r.more().Edit = edit
 	}
 	return end, nil
 }
@@ -172,7 +172,9 @@ func (d *Decoder) progressData(b []byte, v int, r *Record) (int, error) {
 		case "type":
 			next, err = checkedSkip(b, v)
 		case "agentId":
-			r.ProgressAgentID, next, err = d.str(b, v, true)
+			var x string
+			x, next, err = d.str(b, v, true)
+			setRare(r, x, func(m *Rare) *string { return &m.ProgressAgentID })
 		case "message":
 			if v < len(b) && b[v] == '{' && !d.embedding {
 				if r.Embedded == nil {
