@@ -2,12 +2,17 @@ package e2e
 
 import (
 	"bufio"
+	"bytes"
+	"context"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 )
 
 // rssKiB is a process's resident set size from /proc.
@@ -55,5 +60,50 @@ func TestMemoryOfALongLineIsReturned(t *testing.T) {
 	}
 	if rss := rssKiB(t, e.proc.cmd.Process.Pid); rss > 64<<10 {
 		t.Errorf("resident size %d KiB after the long line was read, want at most 64 MiB", rss)
+	}
+}
+
+// TestFilesOfTinyLinesStayUnderTheMemoryBound reads 32 MB of "{}" lines
+// (valid JSON objects, 11 million records of no known type) with
+// --oneshot: every line is counted, and the process's peak resident size
+// stays under 64 MiB. Before decoded batches were split, each 128 KiB
+// range of such lines became 43,690 records held at once and allocated
+// anew: 64 MB of them peaked at 294 MiB and took 47 s (0.03 GB/s).
+func TestFilesOfTinyLinesStayUnderTheMemoryBound(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("reads the peak resident size from rusage (Linux only)")
+	}
+	const lines = 32 << 20 / 3
+	dir := t.TempDir()
+	proj := filepath.Join(dir, "projects", "-w-tiny")
+	if err := os.MkdirAll(proj, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(proj, "7b0c5e0e-2f57-4c3a-9d1e-0d6f4f1c2a3b.jsonl"), bytes.Repeat([]byte("{}\n"), lines), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, binary(t), "--oneshot", "--traces.exporter=none", "--log.level=warn", "--claude.dir="+dir)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("oneshot: %v\n%s", err, stderr.String())
+	}
+	mfs := parseExposition(t, stdout.String())
+	if n := sumBy(mfs, "claude_transcript_exporter_lines_read_total")[""]; n != lines {
+		t.Errorf("lines read %v, want %d", n, lines)
+	}
+	if n := sumBy(mfs, "claude_transcript_exporter_unknown_records_total", "type")["(none)"]; n != lines {
+		t.Errorf("records of no type %v, want %d", n, lines)
+	}
+	ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage)
+	if !ok {
+		t.Fatal("no rusage")
+	}
+	if peak := ru.Maxrss; peak > 64<<10 {
+		t.Errorf("peak resident size %d KiB, want at most 64 MiB", peak)
+	} else {
+		t.Logf("peak resident size %d KiB", peak)
 	}
 }

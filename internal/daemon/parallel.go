@@ -29,8 +29,16 @@ import (
 const chunkBytes = 128 << 10
 
 // maxRecycledRecords bounds the decoded batches kept for reuse (a record
-// is 880 bytes; a range of typical lines holds a hundred or two).
+// is 624 bytes; a range of typical lines holds a hundred or two).
 const maxRecycledRecords = 1024
+
+// maxBatchRecords bounds the records of one batch. A range of many short
+// lines goes to the assembly in parts of at most this many records: 128 KiB
+// of "{}" lines is 43,690 records, 27 MB of them if held at once, and a
+// batch that grew to that size was allocated anew for every range. A
+// worker hands a full part over once the assembly reaches its range and
+// decodes the next meanwhile, so a range holds at most two parts.
+const maxBatchRecords = maxRecycledRecords
 
 // recycledBatches is how many consumed batches are kept for n workers: one
 // per job in flight, so that no worker makes a new one while a kept one
@@ -66,6 +74,13 @@ type decoded struct {
 	// big says the range held a line of megabytes: the buffers grown for
 	// it were dropped, and the read ends by returning memory to the OS.
 	big bool
+	// part says more records of the same range follow (maxBatchRecords):
+	// the counts and records of a part are its own; the range's error and
+	// end come with its last part, which has part unset. The first part
+	// of a split range carries more, on which the others arrive in order
+	// and which is closed after the last.
+	part bool
+	more chan decoded
 }
 
 // bigBuffer is the buffer size past which a worker drops its buffer after
@@ -78,12 +93,52 @@ type worker struct {
 	buf []byte
 	rd  *tail.Reader // made on first use: few ranges are streamed
 	max int
+	// out takes what the worker made of each job (the first part of a
+	// split range); free holds consumed batches for reuse.
+	out  chan<- decoded
+	free chan []transcript.Record
 }
 
-func (w *worker) run(j job, recs []transcript.Record) decoded {
-	d := decoded{job: j, recs: recs[:0]}
+// batch returns a consumed batch to decode into, or nil.
+func (w *worker) batch() []transcript.Record {
+	select {
+	case recs := <-w.free:
+		return recs[:0]
+	default:
+		return nil
+	}
+}
+
+// run decodes job j and sends the result on w.out: the whole range, or
+// its first part with the others following on the part's more.
+func (w *worker) run(j job) {
+	d := decoded{job: j, recs: w.batch()}
 	if j.pause {
-		return d
+		w.out <- d
+		return
+	}
+	var more chan decoded
+	defer func() {
+		if more == nil {
+			w.out <- d
+			return
+		}
+		more <- d
+		close(more)
+	}()
+	// split hands the records decoded so far over as a part and starts
+	// the next part in another batch.
+	split := func() {
+		p := d
+		p.part, p.err, p.big = true, nil, false
+		d.recs, d.lines, d.blank, d.reasons = w.batch(), 0, 0, nil
+		if more == nil {
+			more = make(chan decoded)
+			p.more = more
+			w.out <- p
+			return
+		}
+		more <- p
 	}
 	n := j.rg.End - j.rg.Start
 	add := func(line []byte, st tail.LineStatus) {
@@ -96,13 +151,19 @@ func (w *worker) run(j job, recs []transcript.Record) decoded {
 			d.blank++
 			return
 		}
+		if len(d.recs) == maxBatchRecords {
+			split()
+		}
 		// Reuse the records of a consumed batch: Decode resets them but
 		// keeps their slices, so steady-state decoding allocates little.
-		if len(d.recs) < cap(d.recs) {
-			d.recs = d.recs[:len(d.recs)+1]
-		} else {
-			d.recs = append(d.recs, transcript.Record{})
+		if len(d.recs) == cap(d.recs) {
+			// Grown to an exact capacity, never past maxBatchRecords,
+			// so that every batch can be kept for reuse.
+			grown := make([]transcript.Record, len(d.recs), min(max(2*cap(d.recs), 64), maxBatchRecords))
+			copy(grown, d.recs)
+			d.recs = grown
 		}
+		d.recs = d.recs[:len(d.recs)+1]
 		r := &d.recs[len(d.recs)-1]
 		if err := w.dec.Decode(line, r); err != nil {
 			d.recs = d.recs[:len(d.recs)-1]
@@ -126,19 +187,18 @@ func (w *worker) run(j job, recs []transcript.Record) decoded {
 			})
 		// The reader grew to hold the long line: let it go.
 		w.rd, d.big = nil, true
-		return d
+		return
 	}
 	data, err := tail.ReadRange(j.fh, j.rg, w.buf)
 	if err != nil {
 		d.err = err
-		return d
+		return
 	}
 	w.buf = data[:0]
 	tail.Lines(data, j.rg, w.max, func(line []byte, _ int64, st tail.LineStatus) { add(line, st) })
 	if cap(w.buf) > bigBuffer {
 		w.buf, d.big = nil, true
 	}
-	return d
 }
 
 func (d *decoded) reason(r transcript.Reason) {
@@ -175,14 +235,9 @@ func decodeInOrder(feed func(emit func(job)), n, maxLine int, opts transcript.Op
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			w := &worker{dec: transcript.NewDecoder(opts), max: maxLine}
+			w := &worker{dec: transcript.NewDecoder(opts), max: maxLine, out: out, free: free}
 			for j := range in {
-				var recs []transcript.Record
-				select {
-				case recs = <-free:
-				default:
-				}
-				out <- w.run(j, recs)
+				w.run(j)
 			}
 		}()
 	}
@@ -209,16 +264,29 @@ func decodeInOrder(feed func(emit func(job)), n, maxLine int, opts transcript.Op
 			}
 			delete(pending, next)
 			consume(&r)
-			// Recycle batches of a usual size: one that grew for a range
-			// of many short lines would hold its records for good.
-			if r.recs != nil && cap(r.recs) <= maxRecycledRecords {
-				select {
-				case free <- r.recs:
-				default:
+			recycle(free, r.recs)
+			if r.more != nil {
+				// The rest of a split range, in order; its worker waits
+				// for each part to be taken.
+				for p := range r.more {
+					consume(&p)
+					recycle(free, p.recs)
 				}
 			}
 			<-window
 			next++
+		}
+	}
+}
+
+// recycle keeps a consumed batch for reuse when there is room. Batches of
+// more than maxRecycledRecords (none since batches are split at
+// maxBatchRecords) would hold their records for good.
+func recycle(free chan []transcript.Record, recs []transcript.Record) {
+	if recs != nil && cap(recs) <= maxRecycledRecords {
+		select {
+		case free <- recs:
+		default:
 		}
 	}
 }
@@ -309,7 +377,7 @@ func (r *reader) readFiles(files []*fileState, atEOF bool) int {
 		}
 		f := d.f
 		big = big || d.big
-		if d.last {
+		if d.last && !d.part {
 			// Every range of the file was read before its last one is
 			// consumed.
 			defer d.fh.Close()
@@ -324,6 +392,9 @@ func (r *reader) readFiles(files []*fileState, atEOF bool) int {
 		}
 		for i := range d.recs {
 			r.record(f, &d.recs[i], now)
+		}
+		if d.part {
+			return // the range goes on in its next part
 		}
 		if d.err == nil {
 			r.self.BytesRead.Add(float64(d.rg.End - f.offset))

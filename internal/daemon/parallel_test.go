@@ -1,11 +1,111 @@
 package daemon
 
-import "testing"
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/claude-transcript-exporter/claude-transcript-exporter/internal/tail"
+	"github.com/claude-transcript-exporter/claude-transcript-exporter/mapping/transcript"
+)
 
 func TestRecycledBatchesFollowTheWindowUpToACap(t *testing.T) {
 	for _, tc := range []struct{ workers, want int }{{0, 3}, {1, 3}, {2, 6}, {3, 8}, {16, 8}} {
 		if got := recycledBatches(tc.workers); got != tc.want {
 			t.Errorf("recycledBatches(%d) = %d, want %d", tc.workers, got, tc.want)
 		}
+	}
+}
+
+// TestRangesOfManyShortLinesGoToTheAssemblyInBoundedParts: a range of
+// thousands of short lines reaches the assembly in batches of at most
+// maxBatchRecords records, read or streamed, every record once and in file
+// order, with the range's counts summed over its parts and its end (part
+// unset) last; ranges of few lines stay whole; every batch stays small
+// enough to be kept for reuse.
+func TestRangesOfManyShortLinesGoToTheAssemblyInBoundedParts(t *testing.T) {
+	const maxLine = 4096
+	var file strings.Builder
+	var want []string
+	var ranges []tail.Range
+	addRange := func(prefix string, lines int) {
+		start := int64(file.Len())
+		for i := range lines {
+			switch {
+			case i%1000 == 999:
+				file.WriteString("\n") // blank: counted, no record
+			case i%1000 == 998:
+				file.WriteString("{not json\n") // counted as a decode error
+			default:
+				id := fmt.Sprintf("%s%d", prefix, i)
+				want = append(want, id)
+				fmt.Fprintf(&file, "{\"uuid\":%q}\n", id)
+			}
+		}
+		ranges = append(ranges, tail.Range{Start: start, End: int64(file.Len())})
+	}
+	addRange("a", 5000) // read at once (under 2·chunkBytes), five parts
+	addRange("b", 3)    // whole
+	addRange("c", 2*maxBatchRecords)
+	addRange("d", 20_000) // over 2·chunkBytes: streamed, in parts
+	addRange("e", maxBatchRecords)
+	path := filepath.Join(t.TempDir(), "short.jsonl")
+	if err := os.WriteFile(path, []byte(file.String()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if n := ranges[3].End - ranges[3].Start; n <= 2*chunkBytes {
+		t.Fatalf("range d is %d bytes: too short to be streamed", n)
+	}
+	for _, workers := range []int{1, 2, 4} {
+		t.Run(fmt.Sprintf("%d workers", workers), func(t *testing.T) {
+			fh, err := os.Open(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer fh.Close()
+			free := make(chan []transcript.Record, recycledBatches(workers))
+			var got []string
+			type counts struct{ lines, blank, bad, parts, ends int }
+			per := make([]counts, len(ranges))
+			decodeInOrder(func(emit func(job)) {
+				for i, rg := range ranges {
+					emit(job{fh: fh, rg: rg, last: i == len(ranges)-1})
+				}
+			}, workers, maxLine, transcript.Options{}, free, func(d *decoded) {
+				i := d.seq
+				if len(d.recs) > maxBatchRecords || cap(d.recs) > maxRecycledRecords {
+					t.Errorf("range %d: a batch of %d records (capacity %d)", i, len(d.recs), cap(d.recs))
+				}
+				if d.err != nil {
+					t.Errorf("range %d: %v", i, d.err)
+				}
+				if per[i].ends > 0 {
+					t.Errorf("range %d: records after its end", i)
+				}
+				for k := range d.recs {
+					got = append(got, d.recs[k].UUID)
+				}
+				per[i].lines += d.lines
+				per[i].blank += d.blank
+				per[i].bad += d.reasons[transcript.ReasonInvalidJSON]
+				if d.part {
+					per[i].parts++
+				} else {
+					per[i].ends++
+				}
+			})
+			if strings.Join(got, ",") != strings.Join(want, ",") {
+				t.Fatalf("records out of order or lost: %d read, %d written", len(got), len(want))
+			}
+			for i, lines := range []int{5000, 3, 2 * maxBatchRecords, 20_000, maxBatchRecords} {
+				records := lines - lines/1000*2
+				wantParts := (records - 1) / maxBatchRecords
+				if c := per[i]; c.lines != lines || c.blank != lines/1000 || c.bad != lines/1000 || c.ends != 1 || c.parts != wantParts {
+					t.Errorf("range %d: %+v; want %d lines, %d blank, %d bad, %d parts and an end", i, c, lines, lines/1000, lines/1000, wantParts)
+				}
+			}
+		})
 	}
 }
