@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 )
 
@@ -55,17 +56,17 @@ type ReadOptions struct {
 // just after it. It returns the offset after the last line handed over:
 // the caller's new watermark. fn returning an error stops the read.
 func (r *Reader) ReadFrom(f *os.File, offset int64, opts ReadOptions, fn func(line []byte, end int64, st LineStatus) error) (int64, error) {
-	if _, err := f.Seek(offset, io.SeekStart); err != nil {
-		return offset, fmt.Errorf("seek %s: %w", f.Name(), err)
-	}
-	var src io.Reader = f
+	// Read at offsets (pread), never from the handle's position: the
+	// ranges of one file are read by several workers at once on one
+	// handle, and a seek of one moved another's reads.
+	n := int64(math.MaxInt64) - offset
 	if opts.Limit > 0 {
 		if opts.Limit <= offset {
 			return offset, nil
 		}
-		src = io.LimitReader(f, opts.Limit-offset)
+		n = opts.Limit - offset
 	}
-	r.br.Reset(src)
+	r.br.Reset(io.NewSectionReader(f, offset, n))
 	defer r.br.Reset(nil)
 	pos := offset
 	r.long = r.long[:0]

@@ -65,3 +65,51 @@ func TestReaderCapsTheUnterminatedLine(t *testing.T) {
 		})
 	}
 }
+
+// TestReadersOfOneHandleReadTheirOwnRanges: two readers of one open file,
+// one reading while the other is between two of its lines (as workers
+// streaming two ranges of one file do), each get the lines of their own
+// range. Seeking the shared handle moved the first reader's reads to the
+// end of the second's range.
+func TestReadersOfOneHandleReadTheirOwnRanges(t *testing.T) {
+	var content strings.Builder
+	var first, second []string
+	for i := range 400 {
+		line := strings.Repeat(string(rune('a'+i%26)), 40+i%7) + "-" + string(rune('0'+i%10))
+		content.WriteString(line + "\n")
+		if i < 200 {
+			first = append(first, line)
+		} else {
+			second = append(second, line)
+		}
+	}
+	mid := int64(len(strings.Join(first, "\n")) + 1)
+	p := filepath.Join(t.TempDir(), "t.jsonl")
+	if err := os.WriteFile(p, []byte(content.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	a, b := NewReader(16, 0), NewReader(16, 0)
+	var gotA, gotB []string
+	_, err = a.ReadFrom(f, 0, ReadOptions{Limit: mid}, func(line []byte, _ int64, _ LineStatus) error {
+		gotA = append(gotA, string(line))
+		if len(gotA) == 3 {
+			_, err := b.ReadFrom(f, mid, ReadOptions{}, func(line []byte, _ int64, _ LineStatus) error {
+				gotB = append(gotB, string(line))
+				return nil
+			})
+			return err
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(gotA, first) || !slices.Equal(gotB, second) {
+		t.Errorf("first reader read %d lines (want %d), second %d (want %d)", len(gotA), len(first), len(gotB), len(second))
+	}
+}
