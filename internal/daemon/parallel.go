@@ -35,9 +35,10 @@ const maxRecycledRecords = 1024
 // maxBatchRecords bounds the records of one batch. A range of many short
 // lines goes to the assembly in parts of at most this many records: 128 KiB
 // of "{}" lines is 43,690 records, 27 MB of them if held at once, and a
-// batch that grew to that size was allocated anew for every range. A
-// worker hands a full part over once the assembly reaches its range and
-// decodes the next meanwhile, so a range holds at most two parts.
+// batch that grew to that size was allocated anew for every range. The
+// first part waits for its turn with the other ranges in flight; each
+// later one is handed over when the assembly takes it, while the worker
+// decodes the next, so a worker holds at most three parts (about 2 MB).
 const maxBatchRecords = maxRecycledRecords
 
 // recycledBatches is how many consumed batches are kept for n workers: one
@@ -142,6 +143,9 @@ func (w *worker) run(j job) {
 	}
 	n := j.rg.End - j.rg.Start
 	add := func(line []byte, st tail.LineStatus) {
+		if len(d.recs) == maxBatchRecords {
+			split() // a part's lines are those of its records
+		}
 		d.lines++
 		if st == tail.LineTooLong {
 			d.reason(transcript.ReasonTooLong)
@@ -150,9 +154,6 @@ func (w *worker) run(j job) {
 		if transcript.IsBlank(line) {
 			d.blank++
 			return
-		}
-		if len(d.recs) == maxBatchRecords {
-			split()
 		}
 		// Reuse the records of a consumed batch: Decode resets them but
 		// keeps their slices, so steady-state decoding allocates little.

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/claude-transcript-exporter/claude-transcript-exporter/internal/tail"
 	"github.com/claude-transcript-exporter/claude-transcript-exporter/mapping/transcript"
@@ -107,5 +108,70 @@ func TestRangesOfManyShortLinesGoToTheAssemblyInBoundedParts(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestLongRangesOfOneFileAreStreamedSideBySide: ranges holding a line
+// over the cap are streamed, several of one file at once on its one
+// handle, and each still yields its own lines, in order. (Streaming
+// seeked the shared handle: with two workers a line went missing.)
+func TestLongRangesOfOneFileAreStreamedSideBySide(t *testing.T) {
+	const maxLine = 1024
+	var file strings.Builder
+	var want []string
+	for seg := range 4 {
+		for i := 0; file.Len()%(3<<20+200<<10) < 100<<10; i++ {
+			id := fmt.Sprintf("s%d-%05d", seg, i)
+			want = append(want, id)
+			fmt.Fprintf(&file, "{\"uuid\":%q}\n", id)
+		}
+		file.WriteString(strings.Repeat("x", 3<<20) + "\n")
+	}
+	path := filepath.Join(t.TempDir(), "long.jsonl")
+	if err := os.WriteFile(path, []byte(file.String()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	fh, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fh.Close()
+	var p tail.Planner
+	ranges, err := p.Plan(fh, 0, int64(file.Len()), chunkBytes, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	streamed := 0
+	for _, rg := range ranges {
+		if rg.End-rg.Start > 2*chunkBytes {
+			streamed++
+		}
+	}
+	if streamed < 2 {
+		t.Fatalf("%d of %d ranges streamed, want several", streamed, len(ranges))
+	}
+	for _, workers := range []int{2, 4} {
+		for range 5 {
+			var got []string
+			lines, tooLong := 0, 0
+			decodeInOrder(func(emit func(job)) {
+				for i, rg := range ranges {
+					emit(job{fh: fh, rg: rg, last: i == len(ranges)-1})
+				}
+			}, workers, maxLine, transcript.Options{}, make(chan []transcript.Record, recycledBatches(workers)), func(d *decoded) {
+				if d.err != nil {
+					t.Errorf("range %d: %v", d.seq, d.err)
+				}
+				lines += d.lines
+				tooLong += d.reasons[transcript.ReasonTooLong]
+				for k := range d.recs {
+					got = append(got, d.recs[k].UUID)
+				}
+				time.Sleep(2 * time.Millisecond) // the assembly lags: streams overlap
+			})
+			if strings.Join(got, ",") != strings.Join(want, ",") || lines != len(want)+4 || tooLong != 4 {
+				t.Fatalf("%d workers: %d records (want %d), %d lines (want %d), %d too long (want 4)", workers, len(got), len(want), lines, len(want)+4, tooLong)
+			}
+		}
 	}
 }

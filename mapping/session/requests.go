@@ -242,9 +242,9 @@ func (a *Assembler) synthetic(c *ctxState, r *transcript.Record) {
 // requested.".
 func SyntheticKind(r *transcript.Record) string {
 	text := strings.ToLower(r.Message.TextHead)
-	switch {
-	case r.Rare().Error != "":
-		return r.Rare().Error
+	switch named := r.Rare().Error; {
+	case named != "":
+		return named
 	case strings.Contains(text, "limit"):
 		return "rate_limit"
 	case r.IsAPIErrorMessage:

@@ -31,7 +31,7 @@ func checkGoodLine(t *testing.T, r *Record) {
 func checkEmpty(t *testing.T, r *Record) {
 	t.Helper()
 	if r.Kind != KindOther || r.Type != "" || r.UUID != "" || r.HasMessage || r.Message.ID != "" ||
-		len(r.Message.ToolUses) != 0 || r.HasEmbedded() || r.UnknownFields != 0 || !r.Timestamp.IsZero() {
+		len(r.Message.ToolUses) != 0 || r.HasEmbedded() || r.UnknownFields != 0 || !r.Timestamp.IsZero() || r.rare != nil {
 		t.Errorf("record not reset after a rejected line: %+v", r)
 	}
 }
@@ -116,6 +116,7 @@ var badLines = []badLine{
 	{"truncated array", `[1,2`, ReasonInvalidJSON},
 	{"unterminated string line", `"abc`, ReasonInvalidJSON},
 	{"array with trailing garbage", `[1] [2]`, ReasonInvalidJSON},
+	{"rare fields, then cut off", `{"type":"system","subtype":"turn_duration","durationMs":5,"level":"info","x":`, ReasonInvalidJSON},
 }
 
 func TestDecodeBadLines(t *testing.T) {
