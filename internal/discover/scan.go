@@ -6,8 +6,10 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
+	"sync"
 	"syscall"
 )
 
@@ -44,7 +46,7 @@ func (w *Watcher) Scan() ([]File, error) {
 		case err == nil && fi.IsDir():
 			wk := walker{w: w, desired: w.desired,
 				file: func(f File) { files = append(files, f) }}
-			wk.walk(projects, nil)
+			wk.walkProjects(projects, runtime.GOMAXPROCS(0))
 			errs = append(errs, wk.errs...)
 			blind = blind || wk.blind
 			continue
@@ -161,6 +163,103 @@ func (wk *walker) walk(dir string, parts []string) {
 		}
 		next++
 	}
+}
+
+// walkProjects walks a projects/ dir as walk does, its project
+// directories spread over up to n goroutines (each project's subtree on
+// one, with a walker of its own), and hands the files over in path order.
+// A walk is system calls (getdents, fstatat) on directories the kernel has
+// cached, so two walkers take about three quarters of the time of one
+// (BenchmarkScan on 2 cores). At most 2n projects are walked ahead of the
+// one being handed over, so their files are held twice only for those.
+func (wk *walker) walkProjects(projects string, n int) {
+	if n <= 1 {
+		wk.walk(projects, nil)
+		return
+	}
+	if wk.desired != nil {
+		wk.desired[projects] = true
+	}
+	watched := wk.w.watch(projects)
+	wk.blind = wk.blind || !watched
+	entries, err := wk.readDir(projects)
+	if err != nil {
+		if !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, syscall.ENOTDIR) {
+			wk.errs = append(wk.errs, err)
+		}
+		if len(entries) == 0 {
+			return
+		}
+	}
+	type sub struct {
+		files   []File
+		errs    []error
+		blind   bool
+		desired map[string]bool
+		done    chan struct{}
+	}
+	subs := make([]sub, len(entries))
+	for i, e := range entries {
+		if e.IsDir() {
+			subs[i].done = make(chan struct{})
+		}
+	}
+	tasks := make(chan int)
+	ahead := make(chan struct{}, 2*n)
+	go func() {
+		defer close(tasks)
+		for i, e := range entries {
+			if e.IsDir() {
+				ahead <- struct{}{}
+				tasks <- i
+			}
+		}
+	}()
+	var wg sync.WaitGroup
+	for range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range tasks {
+				s := &subs[i]
+				sw := walker{w: wk.w, file: func(f File) { s.files = append(s.files, f) }}
+				if wk.desired != nil {
+					s.desired = map[string]bool{}
+					sw.desired = s.desired
+				}
+				name := entries[i].Name()
+				sw.walk(projects+string(filepath.Separator)+name, []string{name})
+				s.errs, s.blind = sw.errs, sw.blind
+				close(s.done)
+			}
+		}()
+	}
+	found := 0
+	for i, e := range entries {
+		if e.IsDir() {
+			s := &subs[i]
+			<-s.done
+			for _, f := range s.files {
+				wk.file(f)
+			}
+			wk.errs = append(wk.errs, s.errs...)
+			wk.blind = wk.blind || s.blind
+			for d := range s.desired {
+				wk.desired[d] = true
+			}
+			*s = sub{}
+			<-ahead
+			continue
+		}
+		if st := wk.found[found]; st.ok {
+			st.f.Path = wk.path(projects, e.Name())
+			wk.file(st.f)
+			wk.blind = wk.blind || !watched
+		}
+		found++
+	}
+	wg.Wait()
+	wk.found = wk.found[:0]
 }
 
 // readDir lists dir's subdirectories to walk and its matching files, in

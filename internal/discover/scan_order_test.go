@@ -1,10 +1,13 @@
 package discover
 
 import (
+	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -142,6 +145,59 @@ func TestScanOfOverlappingRootsIsSortedWithoutDuplicates(t *testing.T) {
 	for i := range 2 {
 		if got := paths(mustScan(t, w)); !slices.Equal(got, want) {
 			t.Errorf("scan %d:\n got %q\nwant %q", i, got, want)
+		}
+	}
+}
+
+// TestParallelWalkHandsFilesOverAsTheSequentialWalk: walking a projects/
+// dir with its projects spread over goroutines hands over the same files,
+// with the same stats, in the same order, and records the same watchable
+// directories, as one walker going through it alone, whatever the number
+// of goroutines (more projects than goroutines, fewer, and files lying in
+// projects/ itself between the project dirs).
+func TestParallelWalkHandsFilesOverAsTheSequentialWalk(t *testing.T) {
+	root := t.TempDir()
+	projects := filepath.Join(root, "projects")
+	writeFile(t, filepath.Join(projects, "-a.jsonl"), "{}\n")
+	writeFile(t, filepath.Join(projects, "-a-b.jsonl"), "{}\n")
+	for p := range 23 {
+		proj := filepath.Join(projects, fmt.Sprintf("-home-u-p%d", p%7)+strings.Repeat("-x", p/7))
+		for s := range p % 5 {
+			sess := fmt.Sprintf("s%d", s)
+			writeFile(t, filepath.Join(proj, sess+".jsonl"), strings.Repeat("{}\n", s+1))
+			if s%2 == 1 {
+				writeFile(t, filepath.Join(proj, sess, "subagents", "agent-a"+sess+".jsonl"), "{}\n")
+				writeFile(t, filepath.Join(proj, sess, "subagents", "workflows", "wf", "agent-w.jsonl"), "{}\n")
+				writeFile(t, filepath.Join(proj, sess, "deeper", "still", "more", "x.jsonl"), "{}\n")
+			}
+		}
+		if p%3 == 0 {
+			writeFile(t, filepath.Join(proj, "agent-legacy.jsonl"), "{}\n")
+		}
+	}
+	writeFile(t, filepath.Join(projects, "-home-u-p3.jsonl"), "{}\n")
+	w := newTestWatcher(t, Config{Roots: []string{root}, PollOnly: true})
+	walk := func(n int) ([]File, map[string]bool) {
+		var files []File
+		desired := map[string]bool{}
+		wk := walker{w: w, desired: desired, file: func(f File) { files = append(files, f) }}
+		wk.walkProjects(projects, n)
+		if len(wk.errs) > 0 || len(wk.found) != 0 {
+			t.Fatalf("%d goroutines: errors %v, %d stats left", n, wk.errs, len(wk.found))
+		}
+		return files, desired
+	}
+	want, wantDirs := walk(1)
+	if ref := walkReference(t, root); !slices.Equal(paths(want), ref) {
+		t.Fatalf("sequential walk:\n got %q\nwant %q", paths(want), ref)
+	}
+	for _, n := range []int{2, 3, 8, 64} {
+		got, dirs := walk(n)
+		if !slices.Equal(got, want) {
+			t.Errorf("%d goroutines:\n got %q\nwant %q", n, paths(got), paths(want))
+		}
+		if !maps.Equal(dirs, wantDirs) {
+			t.Errorf("%d goroutines: watchable dirs %d, want %d", n, len(dirs), len(wantDirs))
 		}
 	}
 }
