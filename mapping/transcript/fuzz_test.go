@@ -311,11 +311,15 @@ func refInt(v any) (int64, bool) {
 		return 0, true // null, strings, objects... read as 0
 	}
 	s := string(n)
-	if strings.ContainsAny(s, "eE") {
-		return 0, false
-	}
-	if i := strings.IndexByte(s, '.'); i >= 0 {
-		s = s[:i]
+	if strings.ContainsAny(s, ".eE") {
+		// By value, as the decoder and refUsageBad judge it:
+		// 1.9999999999999999 is 2 in float64 (FuzzDecode found it
+		// cut to 1 here).
+		f, err := strconv.ParseFloat(s, 64)
+		if err != nil || f != math.Trunc(f) || math.Abs(f) >= 1e18 {
+			return 0, false
+		}
+		return int64(f), true
 	}
 	digits := strings.TrimPrefix(s, "-")
 	if len(digits) >= 19 {
