@@ -73,6 +73,14 @@ type Decoder struct {
 	unesc []byte
 	// recent caches interned strings by length and end bytes (internBytes).
 	recent [128]string
+	// last holds the ids of the lines before, by field (see again).
+	last lastIDs
+}
+
+// lastIDs are the values the id fields last had: ids that are not
+// interned but repeat from one line to the next.
+type lastIDs struct {
+	uuid, parent, request, message, toolUse, parentToolUse string
 }
 
 // recentMax is the longest string the decoder's recent cache holds.
@@ -230,6 +238,33 @@ func (d *Decoder) str(b []byte, i int, intern bool) (string, int, error) {
 	return "", next, err
 }
 
+// again reads a string value as str does without interning, but answers
+// with the string in last, or else prev, when the value is the same: ids
+// that repeat from one line to the next are then allocated once (a line's
+// parentUuid is most often the uuid of the line before it; the lines of
+// one response share its requestId and message id; a run of progress
+// lines, its tool use ids). The value read is left in last.
+func (d *Decoder) again(b []byte, i int, last *string, prev string) (string, int, error) {
+	if i < len(b) && b[i] == '"' {
+		raw, esc, next, err := readString(b, i)
+		if err != nil {
+			return "", 0, err
+		}
+		switch {
+		case esc:
+			*last = d.plain(raw, true)
+		case *last == string(raw):
+		case prev == string(raw):
+			*last = prev
+		default:
+			*last = string(raw)
+		}
+		return *last, next, nil
+	}
+	next, err := skipValue(b, i)
+	return "", next, err
+}
+
 // checkedSkip skips the value at b[i] as str would read it, without
 // making a string: a string is checked as a read one is (a raw control
 // character makes the line invalid JSON, as encoding/json has it), any
@@ -294,9 +329,9 @@ func (d *Decoder) record(b []byte, i int, r *Record) (int, error) {
 			x, next, err = d.str(b, v, true)
 			setRare(r, x, func(m *Rare) *string { return &m.Subtype })
 		case "uuid":
-			r.UUID, next, err = d.str(b, v, false)
+			r.UUID, next, err = d.again(b, v, &d.last.uuid, "")
 		case "parentUuid":
-			r.ParentUUID, next, err = d.str(b, v, false)
+			r.ParentUUID, next, err = d.again(b, v, &d.last.parent, d.last.uuid)
 		case "logicalParentUuid":
 			next, err = checkedSkip(b, v)
 		case "sessionId":
@@ -304,7 +339,7 @@ func (d *Decoder) record(b []byte, i int, r *Record) (int, error) {
 		case "agentId":
 			r.AgentID, next, err = d.str(b, v, true)
 		case "requestId":
-			r.RequestID, next, err = d.str(b, v, false)
+			r.RequestID, next, err = d.again(b, v, &d.last.request, "")
 		case "promptId":
 			next, err = checkedSkip(b, v)
 		case "timestamp":
@@ -368,9 +403,9 @@ func (d *Decoder) record(b []byte, i int, r *Record) (int, error) {
 		case "data":
 			return d.progressData(b, v, r)
 		case "parentToolUseID":
-			r.ParentToolUseID, next, err = d.str(b, v, false)
+			r.ParentToolUseID, next, err = d.again(b, v, &d.last.parentToolUse, "")
 		case "toolUseID":
-			r.ToolUseID, next, err = d.str(b, v, false)
+			r.ToolUseID, next, err = d.again(b, v, &d.last.toolUse, "")
 		case "leafUuid":
 			next, err = checkedSkip(b, v)
 		case "attributionSkill":

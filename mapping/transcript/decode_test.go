@@ -2,10 +2,12 @@ package transcript
 
 import (
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 	"unicode/utf8"
+	"unsafe"
 )
 
 // decodeOK decodes line with a fresh decoder and fails on error.
@@ -1020,5 +1022,66 @@ func TestDecodeRareFieldsOnlyWhereALineHasThem(t *testing.T) {
 				t.Errorf("reused record: rare %v, %+v; want %v, %+v", reused.rare != nil, reused.Rare(), tc.rare, tc.want)
 			}
 		})
+	}
+}
+
+// TestDecodeIdsRepeatedFromTheLineBeforeShareItsString: a parentUuid that
+// is the uuid of the line before, and a requestId, message id or tool use
+// id that is the one of the line before, are that line's string, not a
+// new one; any other value (escaped, changed, absent) reads as it is.
+func TestDecodeIdsRepeatedFromTheLineBeforeShareItsString(t *testing.T) {
+	d := NewDecoder(Options{})
+	lines := []string{
+		`{"type":"assistant","uuid":"u1","requestId":"req_1","message":{"id":"msg_1"}}`,
+		`{"type":"assistant","parentUuid":"u1","uuid":"u2","requestId":"req_1","message":{"id":"msg_1"}}`,
+		`{"type":"user","parentUuid":"u2","uuid":"u\u0033"}`,
+		`{"type":"user","parentUuid":"u3","uuid":"u4","requestId":"req_2"}`,
+		`{"type":"progress","parentUuid":"u9","uuid":"u5","toolUseID":"t1","parentToolUseID":"t0"}`,
+		`{"type":"progress","parentUuid":"u5","uuid":"u6","toolUseID":"t1","parentToolUseID":"t0"}`,
+		`{"type":"assistant","parentUuid":null,"uuid":"u7","requestId":"req_2","message":{"id":"msg_\u0032"}}`,
+		`{"type":"assistant","parentUuid":"u7","uuid":"u8","requestId":"req_2","message":{"id":"msg_2"}}`,
+	}
+	recs := make([]Record, len(lines))
+	for i, line := range lines {
+		if err := d.Decode([]byte(line), &recs[i]); err != nil {
+			t.Fatalf("line %d: %v", i, err)
+		}
+	}
+	same := func(a, b string) bool { return a != "" && unsafe.StringData(a) == unsafe.StringData(b) }
+	want := []struct{ parent, uuid, request, message, toolUse, parentToolUse string }{
+		{"", "u1", "req_1", "msg_1", "", ""},
+		{"u1", "u2", "req_1", "msg_1", "", ""},
+		{"u2", "u3", "", "", "", ""},
+		{"u3", "u4", "req_2", "", "", ""},
+		{"u9", "u5", "", "", "t1", "t0"},
+		{"u5", "u6", "", "", "t1", "t0"},
+		{"", "u7", "req_2", "msg_2", "", ""},
+		{"u7", "u8", "req_2", "msg_2", "", ""},
+	}
+	for i, w := range want {
+		r := &recs[i]
+		got := []string{r.ParentUUID, r.UUID, r.RequestID, r.Message.ID, r.ToolUseID, r.ParentToolUseID}
+		if exp := []string{w.parent, w.uuid, w.request, w.message, w.toolUse, w.parentToolUse}; !slices.Equal(got, exp) {
+			t.Errorf("line %d: %q, want %q", i, got, exp)
+		}
+	}
+	for _, c := range []struct {
+		what string
+		a, b string
+	}{
+		{"parentUuid after the uuid before", recs[1].ParentUUID, recs[0].UUID},
+		{"parentUuid after an escaped uuid", recs[3].ParentUUID, recs[2].UUID},
+		{"parentUuid after a line between", recs[5].ParentUUID, recs[4].UUID},
+		{"parentUuid after a null one", recs[7].ParentUUID, recs[6].UUID},
+		{"requestId", recs[1].RequestID, recs[0].RequestID},
+		{"requestId two lines on", recs[6].RequestID, recs[3].RequestID},
+		{"message id", recs[1].Message.ID, recs[0].Message.ID},
+		{"message id after an escaped one", recs[7].Message.ID, recs[6].Message.ID},
+		{"toolUseID", recs[5].ToolUseID, recs[4].ToolUseID},
+		{"parentToolUseID", recs[5].ParentToolUseID, recs[4].ParentToolUseID},
+	} {
+		if !same(c.a, c.b) {
+			t.Errorf("%s: a new string, not the line before's", c.what)
+		}
 	}
 }

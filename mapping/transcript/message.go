@@ -16,7 +16,7 @@ func (d *Decoder) message(b []byte, v int, m *Message) (int, error) {
 		var err error
 		switch string(key) {
 		case "id":
-			m.ID, next, err = d.str(b, v, false)
+			m.ID, next, err = d.again(b, v, &d.last.message, "")
 		case "model":
 			m.Model, next, err = d.str(b, v, true)
 		case "stop_reason":
