@@ -72,14 +72,7 @@ func (d *Decoder) diagnostics(b []byte, v int, m *Message) (int, error) {
 }
 
 func (d *Decoder) usage(b []byte, v int, u *Usage, adv *[]AdvisorUsage) (int, error) {
-	count := func(p *int64, v int) (int, error) {
-		n, problem, next, err := readCount(b, v)
-		*p = n
-		if u.Problem == "" {
-			u.Problem = problem
-		}
-		return next, err
-	}
+	count := func(p *int64, v int) (int, error) { return countInto(b, v, p, &u.Problem) }
 	end, err := objectFields(b, v, func(key []byte, v int) (int, error) {
 		switch string(key) {
 		case "input_tokens":
@@ -92,7 +85,7 @@ func (d *Decoder) usage(b []byte, v int, u *Usage, adv *[]AdvisorUsage) (int, er
 			return count(&u.CacheCreation, v)
 		case "cache_creation":
 			u.HasBreakdown = v < len(b) && b[v] == '{'
-			return cacheBreakdown(b, v, count, &u.Ephemeral5m, &u.Ephemeral1h)
+			return cacheBreakdown(b, v, &u.Problem, &u.Ephemeral5m, &u.Ephemeral1h)
 		case "server_tool_use":
 			if v < len(b) && b[v] == '{' {
 				return objectFields(b, v, func(key []byte, v int) (int, error) {
@@ -118,7 +111,7 @@ func (d *Decoder) usage(b []byte, v int, u *Usage, adv *[]AdvisorUsage) (int, er
 			if v < len(b) && b[v] == '[' {
 				*adv = (*adv)[:0]
 				return arrayElems(b, v, func(v int) (int, error) {
-					return d.iteration(b, v, adv, count)
+					return d.iteration(b, v, adv, &u.Problem)
 				})
 			}
 			return skipValue(b, v)
@@ -132,18 +125,31 @@ func (d *Decoder) usage(b []byte, v int, u *Usage, adv *[]AdvisorUsage) (int, er
 	return end, err
 }
 
+// countInto reads the count at b[v] into *p and notes its problem in
+// *problem unless one is noted already. (A function, not a closure: a
+// pointer handed to a func value escapes, and an iteration's counts would
+// be on the heap.)
+func countInto(b []byte, v int, p *int64, problem *UsageProblem) (int, error) {
+	n, pr, next, err := readCount(b, v)
+	*p = n
+	if *problem == "" {
+		*problem = pr
+	}
+	return next, err
+}
+
 // cacheBreakdown reads a usage's cache_creation object: the 5-minute and
-// 1-hour tiers, judged by count.
-func cacheBreakdown(b []byte, v int, count func(*int64, int) (int, error), e5m, e1h *int64) (int, error) {
+// 1-hour tiers, judged as countInto does.
+func cacheBreakdown(b []byte, v int, problem *UsageProblem, e5m, e1h *int64) (int, error) {
 	if v >= len(b) || b[v] != '{' {
 		return skipValue(b, v)
 	}
 	return objectFields(b, v, func(key []byte, v int) (int, error) {
 		switch string(key) {
 		case "ephemeral_5m_input_tokens":
-			return count(e5m, v)
+			return countInto(b, v, e5m, problem)
 		case "ephemeral_1h_input_tokens":
-			return count(e1h, v)
+			return countInto(b, v, e1h, problem)
 		}
 		return skipValue(b, v)
 	})
@@ -152,7 +158,7 @@ func cacheBreakdown(b []byte, v int, count func(*int64, int) (int, error), e5m, 
 // iteration reads one usage.iterations[] entry and keeps it when its type
 // is advisor_message. Its counts are judged like the top-level ones: a
 // count that is not one rejects the whole usage.
-func (d *Decoder) iteration(b []byte, v int, adv *[]AdvisorUsage, count func(*int64, int) (int, error)) (int, error) {
+func (d *Decoder) iteration(b []byte, v int, adv *[]AdvisorUsage, problem *UsageProblem) (int, error) {
 	if v >= len(b) || b[v] != '{' {
 		return skipValue(b, v)
 	}
@@ -167,15 +173,15 @@ func (d *Decoder) iteration(b []byte, v int, adv *[]AdvisorUsage, count func(*in
 		case "model":
 			it.Model, next, err = d.label(b, v)
 		case "input_tokens":
-			return count(&it.Input, v)
+			return countInto(b, v, &it.Input, problem)
 		case "output_tokens":
-			return count(&it.Output, v)
+			return countInto(b, v, &it.Output, problem)
 		case "cache_read_input_tokens":
-			return count(&it.CacheRead, v)
+			return countInto(b, v, &it.CacheRead, problem)
 		case "cache_creation_input_tokens":
-			return count(&it.CacheCreation, v)
+			return countInto(b, v, &it.CacheCreation, problem)
 		case "cache_creation":
-			return cacheBreakdown(b, v, count, &it.Ephemeral5m, &it.Ephemeral1h)
+			return cacheBreakdown(b, v, problem, &it.Ephemeral5m, &it.Ephemeral1h)
 		default:
 			return skipValue(b, v)
 		}

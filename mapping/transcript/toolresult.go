@@ -81,7 +81,10 @@ func (d *Decoder) toolUseResult(b []byte, v int, r *Record) (int, error) {
 		return 0, err
 	}
 	if tr.AgentID != "" {
-		r.TaskResult = &tr
+		// A copy: taking tr's address put it on the heap for every
+		// toolUseResult, not only the Task ones.
+		t := tr
+		r.TaskResult = &t
 	}
 	switch {
 	case created:
