@@ -1085,3 +1085,45 @@ func TestDecodeIdsRepeatedFromTheLineBeforeShareItsString(t *testing.T) {
 		}
 	}
 }
+
+// TestDecodeEmbeddedMessageNeverLeaksIntoALaterLine: a record reused for
+// line after line keeps its embedded record for reuse, but a line without
+// a data.message has none, and one with a message holds only its own.
+func TestDecodeEmbeddedMessageNeverLeaksIntoALaterLine(t *testing.T) {
+	d := NewDecoder(Options{})
+	var r Record
+	steps := []struct {
+		line     string
+		embedded bool
+		uuid     string
+		requests int
+	}{
+		{`{"type":"progress","data":{"message":{"type":"assistant","uuid":"e1","requestId":"q1","message":{"id":"m1","usage":{"input_tokens":5}}}}}`, true, "e1", 1},
+		{`{"type":"user","uuid":"u1"}`, false, "", 0},
+		{`{"type":"progress","data":{"agentId":"a1"}}`, false, "", 0},
+		{`{"type":"progress","data":{"message":{"type":"user","uuid":"e2"}}}`, true, "e2", 0},
+		{`{"type":"progress","data":{"message":{"type":"assistant","uuid":"e3","message":{"id":"m3"}},"x":`, false, "", 0},
+		{`{"type":"progress","data":{"message":{"type":"system","uuid":"e4"}}}`, false, "e4", 0},
+		{`{"type":"assistant","uuid":"u2"}`, false, "", 0},
+	}
+	for i, s := range steps {
+		err := d.Decode([]byte(s.line), &r)
+		if (err == nil) != (i != 4) {
+			t.Fatalf("step %d: error %v", i, err)
+		}
+		if r.HasEmbedded() != s.embedded {
+			t.Errorf("step %d: HasEmbedded %v, want %v", i, r.HasEmbedded(), s.embedded)
+		}
+		if r.Embedded == nil {
+			t.Fatalf("step %d: the embedded record was let go", i)
+		}
+		got := 0
+		if r.Embedded.Message.HasUsage {
+			got = 1
+		}
+		if r.Embedded.UUID != s.uuid || got != s.requests || (s.uuid != "e1" && (r.Embedded.RequestID != "" || r.Embedded.Message.ID != "")) {
+			t.Errorf("step %d: embedded uuid %q request %q message %q usage %v; want uuid %q and nothing of another line",
+				i, r.Embedded.UUID, r.Embedded.RequestID, r.Embedded.Message.ID, r.Embedded.Message.HasUsage, s.uuid)
+		}
+	}
+}

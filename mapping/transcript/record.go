@@ -373,6 +373,11 @@ type Record struct {
 
 	// rare holds the fields few lines carry; nil when the line has none.
 	rare *Rare
+	// embedded says this line's data.message was decoded into Embedded.
+	// Otherwise Embedded, kept for reuse, holds nothing: it is reset
+	// with the record that used it, not on every reset (most records
+	// never use theirs, and reading it cost a cache miss a line).
+	embedded bool
 }
 
 // Rare holds the fields of a record that few lines carry (system, pr-link,
@@ -443,7 +448,7 @@ func (r *Record) more() *Rare {
 
 // reset clears r for reuse, keeping allocated slices.
 func (r *Record) reset() {
-	emb := r.Embedded
+	emb, used := r.Embedded, r.embedded
 	uses := r.Message.ToolUses[:0]
 	results := r.Message.ToolResults[:0]
 	adv := r.Message.Advisor[:0]
@@ -452,15 +457,16 @@ func (r *Record) reset() {
 	r.Message.ToolResults = results
 	r.Message.Advisor = adv
 	if emb != nil {
-		emb.reset()
+		if used {
+			emb.reset()
+		}
 		r.Embedded = emb
-		r.Embedded.Kind = KindOther
 	}
 }
 
 // HasEmbedded reports whether a progress record carried a message.
 func (r *Record) HasEmbedded() bool {
-	return r.Embedded != nil && (r.Embedded.Kind == KindUser || r.Embedded.Kind == KindAssistant)
+	return r.embedded && (r.Embedded.Kind == KindUser || r.Embedded.Kind == KindAssistant)
 }
 
 // IsSynthetic reports whether an assistant record was made up by Claude

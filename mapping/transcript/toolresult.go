@@ -183,6 +183,7 @@ func (d *Decoder) progressData(b []byte, v int, r *Record) (int, error) {
 				if r.Embedded == nil {
 					r.Embedded = &Record{}
 				}
+				r.embedded = true
 				d.embedding = true
 				end, err := d.record(b, v, r.Embedded)
 				d.embedding = false
