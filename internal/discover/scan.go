@@ -130,25 +130,9 @@ type stat struct {
 // walked, so at most one directory is open at a time. Directories that
 // vanish are skipped silently; other read errors are kept in errs.
 func (wk *walker) walk(dir string, parts []string) {
-	watched := false
-	if watchable(parts) {
-		if wk.desired != nil {
-			wk.desired[dir] = true
-		}
-		watched = wk.w.watch(dir)
-		wk.blind = wk.blind || !watched
-	}
 	base := len(wk.found)
 	defer func() { wk.found = wk.found[:base] }()
-	entries, err := wk.readDir(dir)
-	if err != nil {
-		if !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, syscall.ENOTDIR) {
-			wk.errs = append(wk.errs, err)
-		}
-		if len(entries) == 0 {
-			return
-		}
-	}
+	entries, watched := wk.enter(dir, parts)
 	next := base
 	for _, e := range entries {
 		name := e.Name()
@@ -177,20 +161,7 @@ func (wk *walker) walkProjects(projects string, n int) {
 		wk.walk(projects, nil)
 		return
 	}
-	if wk.desired != nil {
-		wk.desired[projects] = true
-	}
-	watched := wk.w.watch(projects)
-	wk.blind = wk.blind || !watched
-	entries, err := wk.readDir(projects)
-	if err != nil {
-		if !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, syscall.ENOTDIR) {
-			wk.errs = append(wk.errs, err)
-		}
-		if len(entries) == 0 {
-			return
-		}
-	}
+	entries, watched := wk.enter(projects, nil)
 	type sub struct {
 		files   []File
 		errs    []error
@@ -260,6 +231,24 @@ func (wk *walker) walkProjects(projects string, n int) {
 	}
 	wg.Wait()
 	wk.found = wk.found[:0]
+}
+
+// enter watches dir when the layout names it (see watchable; recording it
+// in desired), then lists it with readDir. A directory that vanished lists
+// nothing; other read errors are kept in errs.
+func (wk *walker) enter(dir string, parts []string) (entries []fs.DirEntry, watched bool) {
+	if watchable(parts) {
+		if wk.desired != nil {
+			wk.desired[dir] = true
+		}
+		watched = wk.w.watch(dir)
+		wk.blind = wk.blind || !watched
+	}
+	entries, err := wk.readDir(dir)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, syscall.ENOTDIR) {
+		wk.errs = append(wk.errs, err)
+	}
+	return entries, watched
 }
 
 // readDir lists dir's subdirectories to walk and its matching files, in
