@@ -46,7 +46,7 @@ const maxBatchRecords = maxRecycledRecords
 // waits (with fewer, a wider window allocated a batch per range and the
 // collector ran twice as often), but at most maxRecycledBatches: kept
 // batches stay for the daemon's life, up to maxRecycledRecords records
-// (about 0.9 MB) each, and a machine of many cores would keep dozens.
+// (about 0.64 MB, of 624-byte records) each, and a machine of many cores would keep dozens.
 func recycledBatches(n int) int { return min(inFlightPerWorker*max(n, 1), maxRecycledBatches) }
 
 // maxRecycledBatches bounds recycledBatches (6 on 2 cores, as measured).
