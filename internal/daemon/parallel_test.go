@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -173,5 +174,71 @@ func TestLongRangesOfOneFileAreStreamedSideBySide(t *testing.T) {
 				t.Fatalf("%d workers: %d records (want %d), %d lines (want %d), %d too long (want 4)", workers, len(got), len(want), lines, len(want)+4, tooLong)
 			}
 		}
+	}
+}
+
+// TestSplitRangesKeepTheirPlaceBetweenPauses: pauses between groups reach
+// the assembly in their place among ranges handed over in parts, and a
+// streamed range whose read fails after its first parts ends with the
+// error on its last part, the ranges after it read as usual.
+func TestSplitRangesKeepTheirPlaceBetweenPauses(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, prefix string, lines int) (*os.File, tail.Range) {
+		var b strings.Builder
+		for i := range lines {
+			fmt.Fprintf(&b, "{\"uuid\":\"%s%d\"}\n", prefix, i)
+		}
+		path := filepath.Join(dir, name)
+		if err := os.WriteFile(path, []byte(b.String()), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		fh, err := os.Open(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { fh.Close() })
+		return fh, tail.Range{End: int64(b.Len())}
+	}
+	for _, workers := range []int{1, 2, 4} {
+		t.Run(fmt.Sprintf("%d workers", workers), func(t *testing.T) {
+			fa, ra := write(fmt.Sprintf("a%d.jsonl", workers), "a", 5000)
+			fb, rb := write(fmt.Sprintf("b%d.jsonl", workers), "b", 3)
+			fc, rc := write(fmt.Sprintf("c%d.jsonl", workers), "c", 200_000) // streamed: over 2·chunkBytes
+			fd, rd := write(fmt.Sprintf("d%d.jsonl", workers), "d", 1500)
+			jobs := []job{{pause: true}, {fh: fa, rg: ra}, {pause: true}, {fh: fb, rg: rb}, {fh: fc, rg: rc}, {pause: true}, {fh: fd, rg: rd}, {pause: true}}
+			var events []string
+			records := map[string]int{}
+			closed := false
+			decodeInOrder(func(emit func(job)) {
+				for _, j := range jobs {
+					emit(j)
+				}
+			}, workers, 4096, transcript.Options{}, make(chan []transcript.Record, recycledBatches(workers)), func(d *decoded) {
+				if d.pause {
+					events = append(events, "pause")
+					return
+				}
+				name := filepath.Base(d.fh.Name())[:1]
+				records[name] += len(d.recs)
+				if d.part {
+					if name == "c" && !closed {
+						fc.Close() // the rest of c's read fails
+						closed = true
+					}
+					return
+				}
+				if d.err != nil {
+					name += " failed"
+				}
+				events = append(events, name)
+			})
+			want := []string{"pause", "a", "pause", "b", "c failed", "pause", "d", "pause"}
+			if !slices.Equal(events, want) {
+				t.Errorf("events %q, want %q", events, want)
+			}
+			if records["a"] != 5000 || records["b"] != 3 || records["d"] != 1500 || records["c"] < maxBatchRecords || records["c"] >= 200_000 {
+				t.Errorf("records %v: want a, b and d whole and c cut short after its first part", records)
+			}
+		})
 	}
 }
