@@ -28,25 +28,23 @@ import (
 // chunkBytes is the size of a range a worker decodes at once.
 const chunkBytes = 128 << 10
 
-// maxRecycledRecords bounds the decoded batches kept for reuse (a record
-// is 624 bytes; a range of typical lines holds a hundred or two).
-const maxRecycledRecords = 1024
-
-// maxBatchRecords bounds the records of one batch. A range of many short
-// lines goes to the assembly in parts of at most this many records: 128 KiB
+// maxBatchRecords bounds the records of one batch (a record is 624 bytes;
+// a range of typical lines holds a hundred or two), so every batch can be
+// kept for reuse. A range of many short lines goes to the assembly in
+// parts of at most this many records: 128 KiB
 // of "{}" lines is 43,690 records, 27 MB of them if held at once, and a
 // batch that grew to that size was allocated anew for every range. The
 // first part waits for its turn with the other ranges in flight; each
 // later one is handed over when the assembly takes it, while the worker
 // decodes the next, so a worker holds at most three parts (about 2 MB).
-const maxBatchRecords = maxRecycledRecords
+const maxBatchRecords = 1024
 
 // recycledBatches is how many consumed batches are kept for n workers: one
 // per job in flight, so that no worker makes a new one while a kept one
 // waits (with fewer, a wider window allocated a batch per range and the
 // collector ran twice as often), but at most maxRecycledBatches: kept
-// batches stay for the daemon's life, up to maxRecycledRecords records
-// (about 0.64 MB, of 624-byte records) each, and a machine of many cores would keep dozens.
+// batches stay for the daemon's life, up to maxBatchRecords records
+// (about 0.64 MB) each, and a machine of many cores would keep dozens.
 func recycledBatches(n int) int { return min(inFlightPerWorker*max(n, 1), maxRecycledBatches) }
 
 // maxRecycledBatches bounds recycledBatches (6 on 2 cores, as measured).
@@ -280,11 +278,9 @@ func decodeInOrder(feed func(emit func(job)), n, maxLine int, opts transcript.Op
 	}
 }
 
-// recycle keeps a consumed batch for reuse when there is room. Batches of
-// more than maxRecycledRecords (none since batches are split at
-// maxBatchRecords) would hold their records for good.
+// recycle keeps a consumed batch for reuse when there is room.
 func recycle(free chan []transcript.Record, recs []transcript.Record) {
-	if recs != nil && cap(recs) <= maxRecycledRecords {
+	if recs != nil {
 		select {
 		case free <- recs:
 		default:
@@ -378,11 +374,6 @@ func (r *reader) readFiles(files []*fileState, atEOF bool) int {
 		}
 		f := d.f
 		big = big || d.big
-		if d.last && !d.part {
-			// Every range of the file was read before its last one is
-			// consumed.
-			defer d.fh.Close()
-		}
 		if d.err != nil {
 			r.log.Warn("read failed", "path", f.path(), "err", d.err)
 		}
@@ -396,6 +387,11 @@ func (r *reader) readFiles(files []*fileState, atEOF bool) int {
 		}
 		if d.part {
 			return // the range goes on in its next part
+		}
+		if d.last {
+			// Every range of the file was read before its last one is
+			// consumed.
+			defer d.fh.Close()
 		}
 		if d.err == nil {
 			r.self.BytesRead.Add(float64(d.rg.End - f.offset))

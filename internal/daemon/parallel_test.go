@@ -77,7 +77,7 @@ func TestRangesOfManyShortLinesGoToTheAssemblyInBoundedParts(t *testing.T) {
 				}
 			}, workers, maxLine, transcript.Options{}, free, func(d *decoded) {
 				i := d.seq
-				if len(d.recs) > maxBatchRecords || cap(d.recs) > maxRecycledRecords {
+				if len(d.recs) > maxBatchRecords || cap(d.recs) > maxBatchRecords {
 					t.Errorf("range %d: a batch of %d records (capacity %d)", i, len(d.recs), cap(d.recs))
 				}
 				if d.err != nil {

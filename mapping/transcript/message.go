@@ -72,17 +72,16 @@ func (d *Decoder) diagnostics(b []byte, v int, m *Message) (int, error) {
 }
 
 func (d *Decoder) usage(b []byte, v int, u *Usage, adv *[]AdvisorUsage) (int, error) {
-	count := func(p *int64, v int) (int, error) { return countInto(b, v, p, &u.Problem) }
 	end, err := objectFields(b, v, func(key []byte, v int) (int, error) {
 		switch string(key) {
 		case "input_tokens":
-			return count(&u.Input, v)
+			return countInto(b, v, &u.Input, &u.Problem)
 		case "output_tokens":
-			return count(&u.Output, v)
+			return countInto(b, v, &u.Output, &u.Problem)
 		case "cache_read_input_tokens":
-			return count(&u.CacheRead, v)
+			return countInto(b, v, &u.CacheRead, &u.Problem)
 		case "cache_creation_input_tokens":
-			return count(&u.CacheCreation, v)
+			return countInto(b, v, &u.CacheCreation, &u.Problem)
 		case "cache_creation":
 			u.HasBreakdown = v < len(b) && b[v] == '{'
 			return cacheBreakdown(b, v, &u.Problem, &u.Ephemeral5m, &u.Ephemeral1h)
@@ -90,7 +89,7 @@ func (d *Decoder) usage(b []byte, v int, u *Usage, adv *[]AdvisorUsage) (int, er
 			if v < len(b) && b[v] == '{' {
 				return objectFields(b, v, func(key []byte, v int) (int, error) {
 					if string(key) == "web_search_requests" {
-						return count(&u.WebSearchRequests, v)
+						return countInto(b, v, &u.WebSearchRequests, &u.Problem)
 					}
 					return skipValue(b, v)
 				})
