@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -24,12 +25,17 @@ type vec struct {
 	typ     prometheus.ValueType // CounterValue or GaugeValue; histograms set buckets
 	buckets []float64            // histograms only
 	labels  []string
+	// byName lists the labels' indexes in the order of their names, the
+	// order of the exposition's label pairs and of its series.
+	byName []int
 	// added is the value a series saved before the last label existed
 	// takes for it ("" when the family never gained a label).
 	added string
 
 	mu sync.Mutex
 	m  map[string]*series
+	// sorted holds m's series in the exposition's order (appendText).
+	sorted []*series
 	// buf builds the key of a lookup without allocating (under mu).
 	buf []byte
 }
@@ -47,7 +53,13 @@ type series struct {
 }
 
 func newVec(name, help string, typ prometheus.ValueType, buckets []float64, labels ...string) *vec {
+	byName := make([]int, len(labels))
+	for i := range byName {
+		byName[i] = i
+	}
+	slices.SortFunc(byName, func(a, b int) int { return strings.Compare(labels[a], labels[b]) })
 	return &vec{
+		byName:  byName,
 		name:    name,
 		help:    help,
 		desc:    prometheus.NewDesc(name, help, labels, nil),
