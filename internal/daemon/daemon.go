@@ -16,7 +16,6 @@ import (
 	"time"
 	_ "time/tzdata" // limit notices name IANA zones: resolve them on machines without a zone database
 
-	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"github.com/claude-transcript-exporter/claude-transcript-exporter/exporter/prom"
@@ -63,13 +62,18 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger, stdout io.Writer)
 		}
 	}
 
-	// Metrics: one injected registry, never the default one.
-	reg := prometheus.NewRegistry()
+	// Metrics: injected registries, never the default one. reg has every
+	// family; regs.own every family but the usage series, which /metrics
+	// writes itself (exposition.go). Every collector but those is
+	// registered in both.
+	regs := newRegistries()
+	reg := regs.all
 	if !cfg.Oneshot {
-		reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+		regs.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	}
 	usage := prom.NewMetrics(reg, cfg.ActiveWindow, now)
-	self := prom.NewSelf(reg)
+	usage.RegisterUnwritten(regs.own)
+	self := prom.NewSelf(regs)
 	prices, pricesFrom := metrics.DefaultPrices(), "builtin"
 	if cfg.PricingFile != "" {
 		b, err := safefile.ReadFile(cfg.PricingFile, MaxPricingBytes)
@@ -108,12 +112,12 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger, stdout io.Writer)
 		mcfg.Exemplar = traces.exemplar
 	}
 	mapper = metrics.NewMapper(mcfg, usage)
-	claudeFiles := newFilesStage(&cfg, reg, mapper)
+	claudeFiles := newFilesStage(&cfg, regs, mapper)
 	// The plan's usage endpoint, opt-in. Its window size estimate reads
 	// the active five-hour block from the usage metrics (BlockSource, and
 	// BlockEnder for the alignment check).
 	var planBlocks planusage.BlockSource = usage
-	plan := newPlanUsage(&cfg, reg, logger.With("component", "planusage"), now, planBlocks)
+	plan := newPlanUsage(&cfg, regs, logger.With("component", "planusage"), now, planBlocks)
 	// Spans first: the metrics name a request's span once it is sent.
 	var sinks []session.Sink
 	if traces != nil {
@@ -141,7 +145,7 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger, stdout io.Writer)
 	if cfg.Oneshot {
 		limit := startOneshotLimit(os.Getenv, logger.With("component", "runtime"))
 		defer limit.stop()
-		return runOneshot(ctx, oneshotRun{cfg: &cfg, logger: logger, stdout: stdout, now: now, reg: reg, usage: usage,
+		return runOneshot(ctx, oneshotRun{cfg: &cfg, logger: logger, stdout: stdout, now: now, reg: reg, own: regs.own, usage: usage,
 			self: self, traces: traces, claudeFiles: claudeFiles, plan: plan, asm: asm, rd: rd, stats: stats})
 	}
 
@@ -198,7 +202,7 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger, stdout io.Writer)
 	}
 
 	// Serve.
-	srv, srvErr := serve(&cfg, logger.With("component", "web"), reg, &ready, listeners)
+	srv, srvErr := serve(&cfg, logger.With("component", "web"), regs, usage, &ready, listeners)
 	defer func() {
 		sctx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
 		defer cancel()

@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -27,6 +28,7 @@ type oneshotRun struct {
 	stdout      io.Writer
 	now         func() time.Time
 	reg         *prometheus.Registry
+	own         *prometheus.Registry // reg without the usage families (exposition.go)
 	usage       *prom.Metrics
 	self        *prom.Self
 	traces      *tracesStage // nil without traces
@@ -99,10 +101,10 @@ func runOneshot(ctx context.Context, o oneshotRun) error {
 		o.logger.Info("wrote the history", "file", o.cfg.OneshotHistoryFile, "step", o.cfg.OneshotHistoryStep, "recent", o.cfg.OneshotHistoryRecent, "end", end)
 	}
 	if o.cfg.OneshotMetricsFile != "" {
-		if err := writeExpositionFile(o.cfg.OneshotMetricsFile, o.reg); err != nil {
+		if err := writeExpositionFile(o.cfg.OneshotMetricsFile, o.own, o.usage); err != nil {
 			return fmt.Errorf("--oneshot.metrics-file: %w", err)
 		}
-	} else if err := writeExposition(o.stdout, o.reg); err != nil {
+	} else if err := writeExposition(o.stdout, o.own, o.usage); err != nil {
 		return err
 	}
 	if push != nil {
@@ -113,23 +115,29 @@ func runOneshot(ctx context.Context, o oneshotRun) error {
 	return exportErr
 }
 
-func writeExposition(w io.Writer, g prometheus.Gatherer) error {
-	mfs, err := g.Gather()
+// writeExposition writes the text exposition: own's families and the
+// usage families, as /metrics writes them.
+func writeExposition(w io.Writer, own prometheus.Gatherer, usage *prom.Metrics) error {
+	format := expfmt.NewFormat(expfmt.TypeTextPlain)
+	var text prom.UsageText
+	usage.Format(&text, format, nil)
+	mfs, err := own.Gather()
 	if err != nil {
 		return fmt.Errorf("gather metrics: %w", err)
 	}
-	enc := expfmt.NewEncoder(w, expfmt.NewFormat(expfmt.TypeTextPlain))
-	for _, mf := range mfs {
-		if err := enc.Encode(mf); err != nil {
-			return fmt.Errorf("write exposition: %w", err)
-		}
+	bw := bufio.NewWriterSize(w, 64<<10)
+	if err := text.WriteTo(bw, mfs, format); err != nil {
+		return fmt.Errorf("write exposition: %w", err)
+	}
+	if err := bw.Flush(); err != nil {
+		return fmt.Errorf("write exposition: %w", err)
 	}
 	return nil
 }
 
 // writeExpositionFile writes the exposition to path (see writeOut).
-func writeExpositionFile(path string, g prometheus.Gatherer) error {
-	return writeOut(path, func(w io.Writer) error { return writeExposition(w, g) })
+func writeExpositionFile(path string, own prometheus.Gatherer, usage *prom.Metrics) error {
+	return writeOut(path, func(w io.Writer) error { return writeExposition(w, own, usage) })
 }
 
 // writeOut writes a file through write. A regular file (or a new one) is

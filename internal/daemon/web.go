@@ -15,7 +15,6 @@ import (
 
 	"github.com/coreos/go-systemd/v22/activation"
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/exporter-toolkit/web"
 
@@ -91,14 +90,14 @@ func listenOn(cfg *Config, v6 string) ([]net.Listener, error) {
 // serve starts the HTTP server with the landing page, metrics and health
 // endpoints on listeners bound by listen. Errors from serving arrive on the
 // returned channel.
-func serve(cfg *Config, logger *slog.Logger, reg *prometheus.Registry, ready *atomic.Bool, listeners []net.Listener) (*http.Server, <-chan error) {
+func serve(cfg *Config, logger *slog.Logger, regs registries, usage *prom.Metrics, ready *atomic.Bool, listeners []net.Listener) (*http.Server, <-chan error) {
+	reg := regs.all
 	mux := http.NewServeMux()
 	// OpenMetrics on request (Prometheus asks for it first): the only
 	// format that carries the exemplars of tokens_total and
 	// cost_usd_total. Every counter's name ends in _total, so the series
 	// are the same in either format.
-	mux.Handle(cfg.TelemetryPath, promhttp.HandlerFor(readyGatherer{reg, ready},
-		promhttp.HandlerOpts{Registry: reg, EnableOpenMetrics: true}))
+	mux.Handle(cfg.TelemetryPath, newMetricsHandler(regs, usage, ready, logger))
 	mux.HandleFunc("/-/healthy", func(w http.ResponseWriter, _ *http.Request) {
 		w.WriteHeader(http.StatusOK)
 		_, _ = io.WriteString(w, "Healthy.\n")
@@ -150,8 +149,7 @@ func (r readyGatherer) Gather() ([]*dto.MetricFamily, error) {
 	}
 	kept := mfs[:0]
 	for _, mf := range mfs {
-		name := mf.GetName()
-		if !strings.HasPrefix(name, prom.Namespace+"_") || strings.HasPrefix(name, prom.Namespace+"_exporter_") {
+		if !usageFamily(mf.GetName()) {
 			kept = append(kept, mf)
 		}
 	}
