@@ -118,6 +118,18 @@ func TestUsageTextIsWhatExpfmtWritesForTheGatheredFamilies(t *testing.T) {
 			},
 		},
 		{
+			name: "exemplars of lines whose time is out of range are dropped",
+			feed: func(m *Metrics, _ *Self) {
+				for _, at := range []time.Time{time.UnixMilli(3e14), time.Date(0, 1, 1, 0, 0, 0, 0, time.UTC), time.Date(1600, 1, 1, 0, 0, 0, 0, time.UTC)} {
+					m.At(at)
+					m.Exemplar(metrics.Exemplar{TraceID: "0af7651916cd43dd8448eb211c80319c", SpanID: "b7ad6b7169203331"})
+					m.AddTokens("opus", "output", "p", "main", 12)
+					m.AddCost("opus", "p", "main", 0.25)
+					m.Exemplar(metrics.Exemplar{})
+				}
+			},
+		},
+		{
 			name: "large, tiny and whole values",
 			feed: func(m *Metrics, _ *Self) {
 				m.AddTokens("opus", "cache_read", "p", "main", 1<<53)

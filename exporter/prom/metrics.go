@@ -1,6 +1,7 @@
 package prom
 
 import (
+	"math"
 	"sync"
 	"time"
 
@@ -197,6 +198,14 @@ var _ metrics.Exemplary = (*Metrics)(nil)
 // until the zero Exemplar, carry e (tokens_total and cost_usd_total only).
 func (m *Metrics) Exemplar(e metrics.Exemplar) {
 	if e.TraceID == "" || e.SpanID == "" {
+		m.ex = nil
+		return
+	}
+	if !m.unit.IsZero() && (m.unit.Before(time.Unix(0, math.MinInt64)) || m.unit.After(time.Unix(0, math.MaxInt64))) {
+		// A line's time out of UnixNano's range, 1677 to 2262 (a hostile
+		// or broken timestamp): past year 9999 client_golang refused it,
+		// failing every scrape for good (a later exemplar never replaces
+		// it); the counts stay, without an exemplar.
 		m.ex = nil
 		return
 	}
