@@ -118,7 +118,8 @@ func (v *vec) appendText(dst []byte, om bool, now time.Time) []byte {
 	if len(v.m) == 0 {
 		return dst
 	}
-	if len(v.sorted) != len(v.m) { // a series was added: series are never removed
+	if v.sortedGen != v.gen || len(v.sorted) != len(v.m) { // a series was made
+		v.sortedGen = v.gen
 		v.sorted = v.sorted[:0]
 		for _, s := range v.m {
 			v.sorted = append(v.sorted, s)

@@ -34,8 +34,10 @@ type vec struct {
 
 	mu sync.Mutex
 	m  map[string]*series
-	// sorted holds m's series in the exposition's order (appendText).
-	sorted []*series
+	// sorted holds m's series in the exposition's order (appendText), as
+	// of the gen-th series made.
+	sorted         []*series
+	gen, sortedGen uint64
 	// buf builds the key of a lookup without allocating (under mu).
 	buf []byte
 }
@@ -95,6 +97,7 @@ func (v *vec) get(lv []string) *series {
 			s.counts = make([]uint64, len(v.buckets)+1)
 		}
 		v.m[string(v.buf)] = s
+		v.gen++
 	}
 	return s
 }

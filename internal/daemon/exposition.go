@@ -12,6 +12,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 
 	"github.com/claude-transcript-exporter/claude-transcript-exporter/exporter/prom"
@@ -61,7 +62,7 @@ func (r registries) Unregister(c prometheus.Collector) bool {
 // family. The headers, compression and error handling are promhttp's.
 type metricsHandler struct {
 	usage    *prom.Metrics
-	own      prometheus.Gatherer // readyGatherer over own
+	own      prometheus.Gatherer
 	ready    *atomic.Bool
 	fallback http.Handler
 	errs     *prometheus.CounterVec
@@ -83,7 +84,7 @@ func newMetricsHandler(regs registries, usage *prom.Metrics, ready *atomic.Bool,
 	regs.MustRegister(errs)
 	return &metricsHandler{
 		usage:    usage,
-		own:      readyGatherer{regs.own, ready},
+		own:      regs.own,
 		ready:    ready,
 		fallback: promhttp.HandlerFor(readyGatherer{regs.all, ready}, promhttp.HandlerOpts{Registry: regs.all, EnableOpenMetrics: true}),
 		errs:     errs,
@@ -106,13 +107,19 @@ func (h *metricsHandler) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 			h.texts.Put(text)
 		}
 	}()
-	h.usage.Format(text, format, func(name string) bool { return h.ready.Load() || !usageFamily(name) })
+	// Read once: a scrape as the backfill ends holds every usage family
+	// or none (readyGatherer's rule).
+	ready := h.ready.Load()
+	h.usage.Format(text, format, func(name string) bool { return ready || !usageFamily(name) })
 	mfs, err := h.own.Gather()
 	if err != nil {
 		h.logger.Error("error gathering metrics", "err", err)
 		h.errs.WithLabelValues("gathering").Inc()
 		http.Error(w, "An error has occurred while serving metrics:\n\n"+err.Error(), http.StatusInternalServerError)
 		return
+	}
+	if !ready {
+		mfs = withoutUsage(mfs)
 	}
 	hdr := w.Header()
 	hdr.Add("Vary", "Accept")
@@ -129,6 +136,7 @@ func (h *metricsHandler) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		}
 		defer func() {
 			_ = gz.Close()
+			gz.Reset(io.Discard) // the pool keeps no response
 			h.gzips.Put(gz)
 		}()
 		out = gz
@@ -139,21 +147,25 @@ func (h *metricsHandler) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	} else {
 		bw.Reset(out)
 	}
-	defer h.writers.Put(bw)
+	defer func() {
+		bw.Reset(io.Discard)
+		h.writers.Put(bw)
+	}()
 	err = text.WriteTo(bw, mfs, format)
 	if err == nil {
 		err = bw.Flush()
 	}
 	if err != nil {
-		h.logger.Error("error encoding and sending metric family", "err", err)
+		// Mostly a client gone before the end (a scrape timeout):
+		// counted, as promhttp counts it, and not worth an error line.
+		h.logger.Debug("error encoding and sending metric family", "err", err)
 		h.errs.WithLabelValues("encoding").Inc()
 	}
 }
 
 // acceptsGzip says whether promhttp, offering identity then gzip, would
 // pick gzip: the first offer with the highest weight wins, so gzip needs
-// a weight above every other that matches identity. Codings are read as
-// promhttp reads them: case-sensitive, and a malformed entry ends its line.
+// a weight above every other that matches identity.
 func acceptsGzip(h http.Header) bool {
 	best, gz := -1.0, false
 	for _, offer := range []string{"identity", "gzip"} {
@@ -169,46 +181,73 @@ func acceptsGzip(h http.Header) bool {
 }
 
 // acceptEncodings yields the codings of one Accept-Encoding line with
-// their weights, up to the first malformed entry.
+// their weights as promhttp's parser reads them: a coding is a run of
+// token characters, its only parameter q, and anything else ends the line.
 func acceptEncodings(line string) func(yield func(string, float64) bool) {
 	return func(yield func(string, float64) bool) {
-		first := true
-		for entry := range strings.SplitSeq(line, ",") {
-			coding, param, hasParam := strings.Cut(entry, ";")
-			if !first { // spaces only after a comma
-				coding = strings.TrimLeft(coding, " \t")
+		s := line
+		for {
+			i := 0
+			for i < len(s) && (isTokenChar(s[i]) || s[i] == '/') {
+				i++
 			}
-			first = false
-			if coding == "" || strings.ContainsAny(strings.TrimRight(coding, " \t"), " \t") {
+			coding, q := s[:i], 1.0
+			if coding == "" {
 				return
 			}
-			q, ok := 1.0, true
-			if hasParam {
-				q, ok = weight(strings.TrimSpace(param))
+			s = strings.TrimLeft(s[i:], " \t\r\n")
+			if rest, ok := strings.CutPrefix(s, ";"); ok {
+				rest, ok = strings.CutPrefix(strings.TrimLeft(rest, " \t\r\n"), "q=")
+				if !ok {
+					return
+				}
+				if q, s = weight(rest); q < 0 {
+					return
+				}
 			}
-			if q < 0 || !yield(strings.TrimRight(coding, " \t"), q) || !ok {
+			if !yield(coding, q) {
 				return
 			}
+			rest, ok := strings.CutPrefix(strings.TrimLeft(s, " \t\r\n"), ",")
+			if !ok {
+				return
+			}
+			s = strings.TrimLeft(rest, " \t\r\n")
 		}
 	}
 }
 
-// weight reads "q=0.5": 0 or 1, then a point and digits. It is -1 when
-// that is missing; ok is false when something follows it.
-func weight(p string) (q float64, ok bool) {
-	v, found := strings.CutPrefix(p, "q=")
-	if !found || v == "" || (v[0] != '0' && v[0] != '1') {
-		return -1, false
+// isTokenChar says c may be part of an HTTP token (RFC 9110 tchar).
+func isTokenChar(c byte) bool {
+	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0
+}
+
+// weight reads a weight, "0.5": 0 or 1, then a point and digits. It is -1
+// when that is missing; rest is what follows.
+func weight(s string) (q float64, rest string) {
+	if s == "" || (s[0] != '0' && s[0] != '1') {
+		return -1, ""
 	}
-	q, v = float64(v[0]-'0'), v[1:]
-	if rest, point := strings.CutPrefix(v, "."); point {
+	q, s = float64(s[0]-'0'), s[1:]
+	if r, point := strings.CutPrefix(s, "."); point {
 		n, d := 0, 1
-		for rest != "" && rest[0] >= '0' && rest[0] <= '9' {
-			n, d, rest = n*10+int(rest[0]-'0'), d*10, rest[1:]
+		for r != "" && r[0] >= '0' && r[0] <= '9' {
+			n, d, r = n*10+int(r[0]-'0'), d*10, r[1:]
 		}
-		q, v = q+float64(n)/float64(d), rest
+		q, s = q+float64(n)/float64(d), r
 	}
-	return q, v == ""
+	return q, s
+}
+
+// withoutUsage drops the usage families (readyGatherer's rule).
+func withoutUsage(mfs []*dto.MetricFamily) []*dto.MetricFamily {
+	kept := mfs[:0]
+	for _, mf := range mfs {
+		if !usageFamily(mf.GetName()) {
+			kept = append(kept, mf)
+		}
+	}
+	return kept
 }
 
 // usageFamily says whether a family is one readyGatherer holds back until

@@ -44,7 +44,8 @@ func TestMetricsAreCompressedWhenPromhttpWouldCompressThem(t *testing.T) {
 	h, regs, _ := newTestHandler(t)
 	ref := promhttp.HandlerFor(regs.all, promhttp.HandlerOpts{EnableOpenMetrics: true})
 	for _, ae := range []string{"", "gzip", "GZIP", " gzip ", "*", "*;q=0", "gzip;q=0", "identity;q=0, gzip", "gzip;q=0.5, identity;q=0.6",
-		"identity;q=0.5, gzip;q=0.5", "deflate", "br, gzip;q=0.1", "gzip;q=1.0, identity; q=0.5, *;q=0", "gzip;q=bad", "identity, gzip"} {
+		"identity;q=0.5, gzip;q=0.5", "deflate", "br, gzip;q=0.1", "gzip;q=1.0, identity; q=0.5, *;q=0", "gzip;q=bad", "identity, gzip",
+		"gzip deflate", "gzip(1)", "x=1, gzip", "br=1,gzip", "gzip;level=1", "gzip ; q=0.9 , identity;q=0.8", "identity;q=0.5x, gzip", "x-gzip, gzip;q=.5"} {
 		hdr := http.Header{}
 		if ae != "" {
 			hdr.Set("Accept-Encoding", ae)

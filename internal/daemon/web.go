@@ -147,11 +147,5 @@ func (r readyGatherer) Gather() ([]*dto.MetricFamily, error) {
 	if r.ready.Load() {
 		return mfs, err
 	}
-	kept := mfs[:0]
-	for _, mf := range mfs {
-		if !usageFamily(mf.GetName()) {
-			kept = append(kept, mf)
-		}
-	}
-	return kept, err
+	return withoutUsage(mfs), err
 }
