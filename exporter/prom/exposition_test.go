@@ -13,7 +13,6 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 
-	"github.com/claude-transcript-exporter/claude-transcript-exporter/mapping/blocks"
 	"github.com/claude-transcript-exporter/claude-transcript-exporter/mapping/metrics"
 )
 
@@ -51,7 +50,6 @@ var expositionFormats = []expfmt.Format{
 
 func TestUsageTextIsWhatExpfmtWritesForTheGatheredFamilies(t *testing.T) {
 	now := time.Date(2026, 11, 27, 12, 0, 0, 0, time.UTC)
-	attrs := metrics.Attributes{Skill: "deep-research", Plugin: "none", MCPServer: "none", Effort: "high", Speed: "standard"}
 	tests := []struct {
 		name string
 		feed func(m *Metrics, self *Self)
@@ -61,37 +59,18 @@ func TestUsageTextIsWhatExpfmtWritesForTheGatheredFamilies(t *testing.T) {
 		{
 			name: "every usage family",
 			feed: func(m *Metrics, self *Self) {
-				m.AddTokens("claude-opus-4-6", "output", "repo", "main", 12)
-				m.AddTokens("claude-opus-4-6", "cache_write_1h", "repo", "subagent:Explore", 3)
-				m.AddRequest("claude-opus-4-6", "end_turn", "repo")
+				feedEveryKind(m, self, now)
+				// and what feedEveryKind leaves out
 				m.AddCost("claude-opus-4-6", "repo", "main", 0.1)
 				m.AddCost("claude-opus-4-6", "repo", "main", 0.2)
-				m.AddAttributedTokens(attrs, "output", "repo", 12)
-				m.AddAttributedCost(attrs, "repo", 0.25)
-				m.AddCacheMiss("messages_changed", "claude-opus-4-6", "repo", 74704)
-				m.AddUnpricedTokens("glm-4.7", 9)
 				m.AddWebSearches("claude-opus-4-6", "repo", 2)
-				m.AddToolCall("Bash", "error", "repo")
-				m.ObserveToolDuration("Bash", 1.5)
 				m.ObserveToolDuration("Bash", 0)
 				m.ObserveToolDuration("Read", 1e6) // past the last bucket
-				m.AddCompaction("auto", "repo")
-				m.ObserveCompactionPreTokens("auto", 170000)
-				m.AddSubagent("Explore", "repo")
-				m.AddWarmupAgent("repo")
-				m.AddSession("repo")
-				m.AddTurn("repo")
-				m.AddAPIError("rate_limit", "repo")
 				m.AddLinesOfCode("added", "Edit", "go", "repo", 40)
 				m.AddEditDecision("Edit", "accept", "go", "repo")
 				m.AddCommit("repo")
 				m.AddPullRequest("gh", "repo")
 				m.AddActiveTime("user", "repo", 12.5)
-				m.AddBlockUsage(now.Add(-2*time.Hour), true, blocks.Tokens{Input: 5, Output: 7, CacheRead: 100}, 0.1)
-				m.AddLimitHit("session", now.Add(-time.Hour), now.Add(time.Hour))
-				m.Activity("s1", "repo", now.Add(-30*time.Second))
-				self.LinesRead.Add(10)
-				self.TailLag.Observe(0.01)
 			},
 		},
 		{

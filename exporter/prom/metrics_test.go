@@ -18,11 +18,9 @@ import (
 	"github.com/claude-transcript-exporter/claude-transcript-exporter/mapping/planusage"
 )
 
-func populated(t *testing.T, now time.Time) *prometheus.Registry {
-	t.Helper()
-	reg := prometheus.NewRegistry()
-	m := NewMetrics(reg, time.Minute, func() time.Time { return now })
-	self := NewSelf(reg)
+// feedEveryKind makes a series of every usage family and of the
+// exporter's own kinds (counter, histogram) the tests read.
+func feedEveryKind(m *Metrics, self *Self, now time.Time) {
 	m.AddTokens("claude-opus-4-6", "output", "repo", "main", 12)
 	m.AddTokens("claude-opus-4-6", "cache_write_1h", "repo", "subagent:Explore", 3)
 	m.AddRequest("claude-opus-4-6", "end_turn", "repo")
@@ -47,6 +45,14 @@ func populated(t *testing.T, now time.Time) *prometheus.Registry {
 	m.Activity("s2", "repo", now.Add(-time.Hour))
 	self.LinesRead.Add(10)
 	self.TailLag.Observe(0.01)
+}
+
+func populated(t *testing.T, now time.Time) *prometheus.Registry {
+	t.Helper()
+	reg := prometheus.NewRegistry()
+	m := NewMetrics(reg, time.Minute, func() time.Time { return now })
+	self := NewSelf(reg)
+	feedEveryKind(m, self, now)
 	plan := NewPlanUsage(reg, func() time.Time { return now }, planusage.MaxAge(time.Minute))
 	used, limit := 500.0, 10000.0
 	plan.Set(planusage.Snapshot{At: now, Estimate: 3e7, HasEstimate: true, Plan: planusage.Plan{SubscriptionType: "max", RateLimitTier: "default_claude_max_20x"},
