@@ -67,9 +67,14 @@ type metricsHandler struct {
 	fallback http.Handler
 	errs     *prometheus.CounterVec
 	logger   *slog.Logger
-	// texts holds *prom.UsageText, gzips *gzip.Writer, writers
-	// *bufio.Writer, from scrape to scrape.
-	texts, gzips, writers sync.Pool
+	// text is the last scrape's formatted usage families, kept for the
+	// next one (not in a sync.Pool: near the soft memory limit the
+	// collector runs every few scrapes and emptied the pool, and growing
+	// the text again made the garbage that ran it: 41 collections in 100
+	// scrapes at 100,000 files against 13). gzips holds *gzip.Writer and
+	// writers *bufio.Writer, as promhttp pools its gzip writers.
+	text           atomic.Pointer[prom.UsageText]
+	gzips, writers sync.Pool
 }
 
 func newMetricsHandler(regs registries, usage *prom.Metrics, ready *atomic.Bool, logger *slog.Logger) *metricsHandler {
@@ -98,13 +103,13 @@ func (h *metricsHandler) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		h.fallback.ServeHTTP(w, req)
 		return
 	}
-	text, _ := h.texts.Get().(*prom.UsageText)
-	if text == nil {
+	text := h.text.Swap(nil)
+	if text == nil { // the first scrape, or one beside another
 		text = new(prom.UsageText)
 	}
 	defer func() {
 		if text.Size() <= 1<<20 { // one very large exposition's bytes are not kept
-			h.texts.Put(text)
+			h.text.Store(text)
 		}
 	}()
 	// Read once: a scrape as the backfill ends holds every usage family
