@@ -63,9 +63,7 @@ func (m *Metrics) Format(t *UsageText, f expfmt.Format, keep func(name string) b
 	om := f.FormatType() == expfmt.TypeOpenMetrics
 	now := time.Now() // an exemplar without a time gets the scrape's, as client_golang gives it
 	t.buf, t.names, t.ends = t.buf[:0], t.names[:0], t.ends[:0]
-	vecs := m.vecs()
-	slices.SortFunc(vecs, func(a, b *vec) int { return strings.Compare(a.name, b.name) })
-	for _, v := range vecs {
+	for _, v := range m.byName {
 		if keep != nil && !keep(v.name) {
 			continue
 		}
@@ -157,7 +155,7 @@ func (v *vec) appendText(dst []byte, om bool, now time.Time) []byte {
 	dst = append(dst, typ...)
 	for _, s := range v.sorted {
 		if v.buckets == nil {
-			dst = v.appendLabels(dst, v.name, s, "")
+			dst = v.appendLabels(dst, "", s, "")
 			dst = append(dst, ' ')
 			dst = appendFloat(dst, s.value, om)
 			if om && s.ex != nil && v.typ == prometheus.CounterValue {
@@ -189,11 +187,11 @@ func (v *vec) appendText(dst []byte, om bool, now time.Time) []byte {
 		if !inf {
 			dst = v.appendBucket(dst, s, math.Inf(+1), s.count, om)
 		}
-		dst = v.appendLabels(dst, v.name+"_sum", s, "")
+		dst = v.appendLabels(dst, "_sum", s, "")
 		dst = append(dst, ' ')
 		dst = appendFloat(dst, s.sum, om)
 		dst = append(dst, '\n')
-		dst = v.appendLabels(dst, v.name+"_count", s, "")
+		dst = v.appendLabels(dst, "_count", s, "")
 		dst = append(dst, ' ')
 		dst = appendCount(dst, s.count, om)
 		dst = append(dst, '\n')
@@ -202,17 +200,19 @@ func (v *vec) appendText(dst []byte, om bool, now time.Time) []byte {
 }
 
 func (v *vec) appendBucket(dst []byte, s *series, ub float64, cum uint64, om bool) []byte {
-	dst = v.appendLabels(dst, v.name+"_bucket", s, "le")
+	dst = v.appendLabels(dst, "_bucket", s, "le")
 	dst = appendFloat(dst, ub, om)
 	dst = append(dst, `"} `...)
 	dst = appendCount(dst, cum, om)
 	return append(dst, '\n')
 }
 
-// appendLabels appends the sample's name and labels in name order. With
-// extra set, the label set is left open after `extra="` for its value.
-func (v *vec) appendLabels(dst []byte, name string, s *series, extra string) []byte {
-	dst = append(dst, name...)
+// appendLabels appends the sample's name (the family's and suffix) and
+// labels in name order. With extra set, the label set is left open after
+// `extra="` for its value.
+func (v *vec) appendLabels(dst []byte, suffix string, s *series, extra string) []byte {
+	dst = append(dst, v.name...)
+	dst = append(dst, suffix...)
 	if len(v.byName) == 0 && extra == "" {
 		return dst
 	}

@@ -2,6 +2,8 @@ package prom
 
 import (
 	"math"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -27,13 +29,16 @@ type Metrics struct {
 	linesOfCode, editDecisions, commits, pullRequests        *vec
 	subagents, warmups, sessions, turns, apiErrors           *vec
 	toolDuration, preTokens                                  *vec
-	lastActivity, limitHits                                  *vec
-	plan                                                     *planLimits
-	activeDesc                                               *prometheus.Desc
-	activeWindow                                             time.Duration
-	now                                                      func() time.Time
-	mu                                                       sync.Mutex
-	activity                                                 map[string]activity
+	// byName holds every vec above in the order of their names (the
+	// exposition's order, Format).
+	byName                  []*vec
+	lastActivity, limitHits *vec
+	plan                    *planLimits
+	activeDesc              *prometheus.Desc
+	activeWindow            time.Duration
+	now                     func() time.Time
+	mu                      sync.Mutex
+	activity                map[string]activity
 	// gone holds the projects of sessions reported already out of the
 	// window since the last collection: it reports them at 0 once, as it
 	// does a project whose sessions left the window.
@@ -153,7 +158,9 @@ func NewMetrics(reg prometheus.Registerer, activeWindow time.Duration, now func(
 	}
 	// Saved before spender was recorded: such counts cannot be split.
 	m.tokens.added, m.cost.added = "unknown", "unknown"
-	for _, v := range m.vecs() {
+	m.byName = m.vecs()
+	slices.SortFunc(m.byName, func(a, b *vec) int { return strings.Compare(a.name, b.name) })
+	for _, v := range m.byName {
 		reg.MustRegister(v)
 	}
 	reg.MustRegister(activeCollector{m}, planCollector{m})

@@ -170,56 +170,44 @@ func (h *metricsHandler) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 
 // acceptsGzip says whether promhttp, offering identity then gzip, would
 // pick gzip: the first offer with the highest weight wins, so gzip needs
-// a weight above every other that matches identity.
+// a weight above every other that matches identity. Each line is read as
+// promhttp's parser reads it: a coding is a run of token characters, its
+// only parameter q, and anything else ends the line.
 func acceptsGzip(h http.Header) bool {
-	best, gz := -1.0, false
-	for _, offer := range []string{"identity", "gzip"} {
-		for _, line := range h.Values("Accept-Encoding") {
-			for coding, q := range acceptEncodings(line) {
-				if (coding == "*" || coding == offer) && q > best {
-					best, gz = q, offer == "gzip"
-				}
-			}
-		}
-	}
-	return gz && best > 0
-}
-
-// acceptEncodings yields the codings of one Accept-Encoding line with
-// their weights as promhttp's parser reads them: a coding is a run of
-// token characters, its only parameter q, and anything else ends the line.
-func acceptEncodings(line string) func(yield func(string, float64) bool) {
-	return func(yield func(string, float64) bool) {
-		s := line
-		for {
+	identity, gzip := -1.0, -1.0 // the best weight matching each
+	for _, line := range h.Values("Accept-Encoding") {
+		for s := line; ; {
 			i := 0
 			for i < len(s) && (isTokenChar(s[i]) || s[i] == '/') {
 				i++
 			}
 			coding, q := s[:i], 1.0
 			if coding == "" {
-				return
+				break
 			}
 			s = strings.TrimLeft(s[i:], " \t\r\n")
 			if rest, ok := strings.CutPrefix(s, ";"); ok {
-				rest, ok = strings.CutPrefix(strings.TrimLeft(rest, " \t\r\n"), "q=")
-				if !ok {
-					return
+				if rest, ok = strings.CutPrefix(strings.TrimLeft(rest, " \t\r\n"), "q="); !ok {
+					break
 				}
 				if q, s = weight(rest); q < 0 {
-					return
+					break
 				}
 			}
-			if !yield(coding, q) {
-				return
+			if coding == "*" || coding == "identity" {
+				identity = max(identity, q)
+			}
+			if coding == "*" || coding == "gzip" {
+				gzip = max(gzip, q)
 			}
 			rest, ok := strings.CutPrefix(strings.TrimLeft(s, " \t\r\n"), ",")
 			if !ok {
-				return
+				break
 			}
 			s = strings.TrimLeft(rest, " \t\r\n")
 		}
 	}
+	return gzip > identity && gzip > 0
 }
 
 // isTokenChar says c may be part of an HTTP token (RFC 9110 tchar).
