@@ -75,6 +75,12 @@ type Decoder struct {
 	recent [128]string
 	// last holds the ids of the lines before, by field (see again).
 	last lastIDs
+	// lastDay is the date parseTime last validated, and its midnight.
+	lastDay struct {
+		date [10]byte
+		unix int64
+		ok   bool
+	}
 }
 
 // lastIDs are the values the id fields last had: ids that are not
@@ -498,7 +504,7 @@ func (d *Decoder) timestamp(b []byte, v int, r *Record) (int, error) {
 		}
 		// A repeated key replaces the earlier value, as encoding/json
 		// does: the last timestamp is the record's, parsed or raw.
-		if t, ok := parseTime(raw); ok && !esc {
+		if t, ok := d.parseTime(raw); ok && !esc {
 			r.Timestamp = t
 			setRare(r, "", func(m *Rare) *string { return &m.TimestampRaw })
 		} else {
@@ -521,30 +527,19 @@ func (d *Decoder) timestamp(b []byte, v int, r *Record) (int, error) {
 }
 
 // parseTime parses RFC 3339 timestamps, with a fast path for the
-// "2006-01-02T15:04:05.000Z" form Claude Code writes.
-func parseTime(raw []byte) (time.Time, bool) {
+// millisecond UTC form Claude Code writes ("2025-11-04T09:15:02.123Z").
+// The fast path keeps the last date it validated: lines of a file share
+// their day, so most timestamps cost their digits, not a time.Date.
+func (d *Decoder) parseTime(raw []byte) (time.Time, bool) {
 	if len(raw) == 24 && raw[4] == '-' && raw[7] == '-' && raw[10] == 'T' && raw[13] == ':' &&
 		raw[16] == ':' && raw[19] == '.' && raw[23] == 'Z' {
-		num := func(s []byte) (int, bool) {
-			n := 0
-			for _, c := range s {
-				if c < '0' || c > '9' {
-					return 0, false
-				}
-				n = n*10 + int(c-'0')
-			}
-			return n, true
-		}
-		y, ok1 := num(raw[0:4])
-		mo, ok2 := num(raw[5:7])
-		dd, ok3 := num(raw[8:10])
-		h, ok4 := num(raw[11:13])
-		mi, ok5 := num(raw[14:16])
-		s, ok6 := num(raw[17:19])
-		ms, ok7 := num(raw[20:23])
-		if ok1 && ok2 && ok3 && ok4 && ok5 && ok6 && ok7 && mo >= 1 && mo <= 12 && dd >= 1 && dd <= 31 && h < 24 && mi < 60 && s < 61 {
-			if t := time.Date(y, time.Month(mo), dd, h, mi, s, ms*1e6, time.UTC); t.Day() == dd && s < 60 {
-				return t, true
+		h, ok1 := digits(raw[11:13])
+		mi, ok2 := digits(raw[14:16])
+		s, ok3 := digits(raw[17:19])
+		ms, ok4 := digits(raw[20:23])
+		if ok1 && ok2 && ok3 && ok4 && h < 24 && mi < 60 && s < 60 {
+			if day, ok := d.day(raw[:10]); ok {
+				return time.Unix(day+int64(h*3600+mi*60+s), int64(ms)*1e6).UTC(), true
 			}
 		}
 	}
@@ -553,6 +548,39 @@ func parseTime(raw []byte) (time.Time, bool) {
 		return time.Time{}, false
 	}
 	return t.UTC(), true
+}
+
+// day returns the Unix time of midnight UTC of date ("2025-11-04"), or
+// false when it is not a valid date in that form.
+func (d *Decoder) day(date []byte) (int64, bool) {
+	if d.lastDay.ok && string(date) == string(d.lastDay.date[:]) {
+		return d.lastDay.unix, true
+	}
+	y, ok1 := digits(date[0:4])
+	mo, ok2 := digits(date[5:7])
+	dd, ok3 := digits(date[8:10])
+	if !ok1 || !ok2 || !ok3 || mo < 1 || mo > 12 || dd < 1 || dd > 31 {
+		return 0, false
+	}
+	t := time.Date(y, time.Month(mo), dd, 0, 0, 0, 0, time.UTC)
+	if t.Day() != dd { // 2025-02-30
+		return 0, false
+	}
+	copy(d.lastDay.date[:], date)
+	d.lastDay.unix, d.lastDay.ok = t.Unix(), true
+	return d.lastDay.unix, true
+}
+
+// digits parses a run of ASCII digits.
+func digits(s []byte) (int, bool) {
+	n := 0
+	for _, c := range s {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		n = n*10 + int(c-'0')
+	}
+	return n, true
 }
 
 func (d *Decoder) compactMetadata(b []byte, v int, r *Record) (int, error) {

@@ -1,6 +1,8 @@
 package transcript
 
 import (
+	"fmt"
+	"math/rand/v2"
 	"reflect"
 	"slices"
 	"strings"
@@ -783,11 +785,31 @@ func TestDecodeTimestamps(t *testing.T) {
 		})
 	}
 	t.Run("fast and slow path agree", func(t *testing.T) {
-		for _, s := range []string{"2026-01-01T00:00:00.000Z", "1999-12-31T23:59:59.999Z", "2026-05-14T18:47:54.379Z"} {
-			fast, ok := parseTime([]byte(s))
+		// One decoder for all, as a worker reads a file: the fast path
+		// keeps the last date it validated, so a date that follows a valid
+		// one of the same month, and one that follows itself, are both
+		// here, invalid ones included.
+		d := NewDecoder(Options{})
+		seq := []string{"2026-01-01T00:00:00.000Z", "2026-01-01T00:00:00.001Z", "1999-12-31T23:59:59.999Z",
+			"2026-05-14T18:47:54.379Z", "2026-05-14T18:47:54.380Z", "2026-05-14T24:00:00.000Z",
+			"2025-02-28T12:00:00.000Z", "2025-02-29T12:00:00.000Z", "2025-02-29T12:00:00.000Z",
+			"2024-02-29T12:00:00.000Z", "2024-02-29T23:59:60.000Z", "2026-05-14T18:60:54.379Z",
+			"2026-05-14T18:47:54.37xZ", "2026-04-31T00:00:00.000Z", "0000-01-01T00:00:00.000Z",
+			"9999-12-31T23:59:59.999Z", "1969-12-31T23:59:59.999Z", "1969-12-31T23:59:59.999Z"}
+		rng := rand.New(rand.NewPCG(25, 12))
+		for range 20000 {
+			// Random fields, now and then out of range.
+			seq = append(seq, fmt.Sprintf("%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", 1960+rng.IntN(150), 1+rng.IntN(13),
+				1+rng.IntN(31), rng.IntN(25), rng.IntN(61), rng.IntN(61), rng.IntN(1000)))
+			if rng.IntN(3) == 0 { // the same day again
+				seq = append(seq, seq[len(seq)-1][:11]+fmt.Sprintf("%02d:%02d:%02d.%03dZ", rng.IntN(24), rng.IntN(60), rng.IntN(60), rng.IntN(1000)))
+			}
+		}
+		for _, s := range seq {
+			fast, ok := d.parseTime([]byte(s))
 			slow, err := time.Parse(time.RFC3339Nano, s)
-			if !ok || err != nil || !fast.Equal(slow) {
-				t.Errorf("%s: fast %v %v, slow %v %v", s, fast, ok, slow, err)
+			if ok != (err == nil) || ok && (!fast.Equal(slow) || fast.Location() != time.UTC) {
+				t.Fatalf("%s: parseTime %v %v, time.Parse %v %v", s, fast, ok, slow, err)
 			}
 		}
 	})
