@@ -48,32 +48,25 @@ import (
 // files live + 16 MiB left the heap a megabyte of room during a state
 // write and the collector ran back to back for most of a second.)
 //
-// A one-shot run (startOneshotLimit) collects only at a limit of its own,
-// oneshotMemoryLimit, with GOGC off until that limit is lifted: its heap is
-// garbage but for the dedup index and the pending history, a few MiB, so
-// GOGC 50 collected every few MB allocated (54 collections on 1 GB, most
-// of them in the first 0.2 s, below the runtime's 4 MB floor scaled by
-// GOGC). Collecting at 40 MiB makes 17 (1 GB amplified corpus, binaries
-// alternated 8 times: wall 1.445 -> 1.370 s, CPU 2.335 -> 2.205 s, peak
-// RSS 51.6 -> 53.0 MiB). Its lift comes much earlier than the daemon's, at
-// 14 MiB live (oneshotLiftRoom), and puts back the GOGC from before for
-// good: the runtime's own memory and free spans took 10 to 16 MiB of the
-// limit (the 1 GB run's heap was collected at 25 to 29 MB), so past about
-// 15 MiB live the limit left less room than GOGC 50 would. With the lift
-// at 28 MiB and GOGC for the live heap after it, a history of 26 MiB live
-// made the collector run twice as often as GOGC 50, for twice its CPU
-// (review of 63af2fb: a standalone program with 26 MiB live and 2 GiB of
-// garbage); lifted at 14 MiB to the GOGC from before, a test program with
-// 10 to 32 MiB live and 2 GiB of garbage makes as many collections as GOGC
-// 50 alone (218/220 at 10, 104/103 at 22, 77/76 at 32).
+// A one-shot run (startOneshotLimit) keeps the same limit and lift, with
+// GOGC off while the limit holds: its heap is garbage but for the history's
+// index, so it collects only as the limit nears. It had a limit of its own
+// until 2026-11-27, 40 MiB, lifted at 14 MiB live for the GOGC from before
+// (50) for good: 17 collections over the 1 GB bench corpus where GOGC 50
+// made 54. But a history whose index outgrew 14 MiB then grew its heap by
+// half its live size: a one-shot over 100,000 files (a live heap of 30 MiB
+// at the end) peaked at 68 to 71 MiB, past the 64 MiB the daemon keeps on
+// the same files. At the daemon's limit it peaks at 62 MiB, for 10 % more
+// wall time there (the collector runs every few MB allocated once the
+// index fills most of the limit), and the 1 GB corpus, whose live heap
+// stays under 17 MiB, collects less often: 3 % less wall time, 61 MiB
+// resident at the peak instead of 53 (binaries alternated; bench/README.md).
 const (
-	softMemoryLimit    = 48 << 20
-	oneshotMemoryLimit = 40 << 20
-	minHeadroom        = 12 << 20
-	liftRoom           = 8 << 20
-	oneshotLiftRoom    = 22 << 20
-	minGCPercent       = 20
-	nonHeap            = 4 << 20
+	softMemoryLimit = 48 << 20
+	minHeadroom     = 12 << 20
+	liftRoom        = 8 << 20
+	minGCPercent    = 20
+	nonHeap         = 4 << 20
 )
 
 // gcPercentFor is the GOGC for a live heap once the limit is lifted.
@@ -85,18 +78,13 @@ func gcPercentFor(live uint64) int {
 }
 
 // softLimit applies a soft memory limit, lifts it when the live heap
-// outgrows it, and then keeps GOGC at gcPercentFor(live heap) (the
-// daemon's) or puts back the GOGC from before and stops (a one-shot's,
-// restoreGC). It checks after every collection.
+// outgrows it, and then keeps GOGC at gcPercentFor(live heap). It checks
+// after every collection.
 type softLimit struct {
 	limit int64
-	// room is the room the limit must leave the live heap (liftRoom
-	// when zero; oneshotLiftRoom for a one-shot).
-	room int64
-	// restoreGC says GOGC is off while the limit holds, and a lift puts
-	// back the GOGC from before and stops checking (a one-shot's), instead
-	// of setting GOGC for the live heap.
-	restoreGC bool
+	// gcOff says GOGC is off while the limit holds (a one-shot's): the
+	// collector runs only as the limit nears.
+	gcOff bool
 	// mu keeps check (on the finalizer's goroutine) and stop apart, so
 	// that a check never sets the limit or GOGC after stop restored them.
 	mu     sync.Mutex
@@ -125,15 +113,14 @@ func startSoftLimit(getenv func(string) string, log *slog.Logger) *softLimit {
 	return startLimit(getenv, &softLimit{limit: softMemoryLimit, log: log})
 }
 
-// startOneshotLimit is startSoftLimit for a one-shot run: the limit is
-// oneshotMemoryLimit and GOGC is off while it holds, so that the collector
-// runs only as the limit nears; past oneshotLiftRoom's live heap the limit
-// goes and the GOGC from before comes back.
+// startOneshotLimit is startSoftLimit for a one-shot run: GOGC is off
+// while the limit holds, so that the collector runs only as the limit
+// nears.
 func startOneshotLimit(getenv func(string) string, log *slog.Logger) *softLimit {
-	return startLimit(getenv, &softLimit{limit: oneshotMemoryLimit, room: oneshotLiftRoom, restoreGC: true, log: log})
+	return startLimit(getenv, &softLimit{limit: softMemoryLimit, gcOff: true, log: log})
 }
 
-// startLimit applies s's limit (and turns GOGC off for restoreGC) unless
+// startLimit applies s's limit (and turns GOGC off for gcOff) unless
 // the environment sets GOMEMLIMIT or GOGC, and starts its checks.
 func startLimit(getenv func(string) string, s *softLimit) *softLimit {
 	if getenv("GOMEMLIMIT") != "" || getenv("GOGC") != "" {
@@ -141,7 +128,7 @@ func startLimit(getenv func(string) string, s *softLimit) *softLimit {
 	}
 	s.lift, s.gc, s.live = debug.SetMemoryLimit, debug.SetGCPercent, liveHeap
 	s.prev = debug.SetMemoryLimit(s.limit)
-	if s.restoreGC {
+	if s.gcOff {
 		s.prevGC = debug.SetGCPercent(-1)
 		s.pct.Store(-1)
 	} else {
@@ -170,11 +157,7 @@ func (s *softLimit) release() {
 // limit leaves the heap no more room than liftRoom (the rest of the
 // runtime's memory, nonHeap, counts against the limit too).
 func (s *softLimit) liftAt() uint64 {
-	room := s.room
-	if room == 0 {
-		room = liftRoom
-	}
-	return uint64(max(0, s.limit-room-nonHeap))
+	return uint64(max(0, s.limit-liftRoom-nonHeap))
 }
 
 // check lifts the limit once the live heap passes liftAt
@@ -194,11 +177,6 @@ func (s *softLimit) check() bool {
 		s.lifted.Store(true)
 		s.lift(math.MaxInt64)
 		s.log.Debug("soft memory limit lifted: the live heap outgrew it", "live_bytes", live, "limit_bytes", s.limit)
-		if s.restoreGC {
-			s.gc(s.prevGC)
-			s.pct.Store(0)
-			return false
-		}
 	}
 	// Small moves are not worth a call.
 	if pct := gcPercentFor(live); abs(pct-int(s.pct.Load())) >= 5 {
