@@ -437,27 +437,49 @@ func sortForRead(files []*fileState) {
 // order, and its legacy agents wait until the run ends. (No keys are
 // made: at 100,000 files they were 8 MB on the backfill's serial start.)
 func legacyAgentsLast(files []*fileState) {
-	var (
-		wait []*fileState
-		dir  string
-	)
 	out := make([]*fileState, 0, len(files))
+	var a agentsLast
+	emit := func(f *fileState) { out = append(out, f) }
 	for _, f := range files {
-		if len(wait) > 0 && !under(f, dir) {
-			out, wait = append(out, wait...), wait[:0]
-		}
-		if f.kind() == session.SourceLegacyAgent {
-			if len(wait) == 0 {
-				dir = dirOfEntry(f)
-			}
-			if under(f, dir) {
-				wait = append(wait, f)
-				continue
-			}
-		}
-		out = append(out, f)
+		a.next(f, emit)
 	}
-	copy(files, append(out, wait...))
+	a.end(emit)
+	copy(files, out)
+}
+
+// agentsLast puts files that arrive in path order in reading order (see
+// sortForRead) as they arrive: it holds legacy agent files back until a
+// file outside their directory comes, or the end.
+type agentsLast struct {
+	wait []*fileState
+	dir  string
+}
+
+// next takes the next file in path order and hands on those now in
+// reading order.
+func (a *agentsLast) next(f *fileState, emit func(*fileState)) {
+	if len(a.wait) > 0 && !under(f, a.dir) {
+		a.end(emit)
+	}
+	if f.kind() == session.SourceLegacyAgent {
+		if len(a.wait) == 0 {
+			a.dir = dirOfEntry(f)
+		}
+		if under(f, a.dir) {
+			a.wait = append(a.wait, f)
+			return
+		}
+	}
+	emit(f)
+}
+
+// end hands on the files held back.
+func (a *agentsLast) end(emit func(*fileState)) {
+	for _, f := range a.wait {
+		emit(f)
+	}
+	clear(a.wait)
+	a.wait = a.wait[:0]
 }
 
 // comparePaths orders entries by path (strings.Compare) without making

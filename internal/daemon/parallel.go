@@ -4,9 +4,11 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"iter"
 	"os"
 	"runtime"
 	"runtime/debug"
+	"slices"
 	"sync"
 
 	"github.com/claude-transcript-exporter/claude-transcript-exporter/internal/checkpoint"
@@ -324,11 +326,19 @@ func (r *reader) readFiles(files []*fileState, atEOF bool) int {
 	if len(files) == 0 {
 		return 0
 	}
+	return r.readSeq(slices.Values(files), atEOF)
+}
+
+// readSeq is readFiles over the files files yields, in reading order. It
+// runs files on the feeder goroutine, while the assembly consumes what
+// was fed before: the one-shot's files come from a walk still under way
+// (streamFiles).
+func (r *reader) readSeq(files iter.Seq[*fileState], atEOF bool) int {
 	feed := func(emit func(job)) {
 		var pendingBytes int64
 		var prev *fileState
 		took := 0
-		for _, f := range files {
+		for f := range files {
 			if r.between != nil && took > 0 && (took >= groupFiles || pendingBytes >= int64(r.cfg.GroupBytes) && !r.continues(prev, f)) {
 				emit(job{pause: true})
 				took, pendingBytes = 0, 0

@@ -33,7 +33,8 @@ func TestStateWrittenInPlaceRestoresLikeACopy(t *testing.T) {
 	}
 	build := func() (*prom.Metrics, *session.Assembler, *metrics.Mapper, *reader) { return stateParts(&cfg, now) }
 	usage, asm, mapper, rd := build()
-	files, err := scanOnce(&cfg, slog.New(slog.DiscardHandler), rd, nil)
+	found, err := scanOnce(&cfg, slog.New(slog.DiscardHandler), rd, nil)
+	files := slices.Collect(found)
 	if err != nil {
 		t.Fatal(err)
 	}

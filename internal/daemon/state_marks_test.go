@@ -6,6 +6,7 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -34,7 +35,8 @@ func TestPeriodicStateWriteSavesTheWatermarksOfItsSnapshot(t *testing.T) {
 			cfg.ClaudeDirs = []string{root}
 			cfg.StateFile = filepath.Join(t.TempDir(), "state")
 			usage, asm, _, rd := stateParts(&cfg, now)
-			files, err := scanOnce(&cfg, slog.New(slog.DiscardHandler), rd, nil)
+			found, err := scanOnce(&cfg, slog.New(slog.DiscardHandler), rd, nil)
+			files := slices.Collect(found)
 			if err != nil || len(files) < 3 {
 				t.Fatalf("scan: %d files, %v", len(files), err)
 			}

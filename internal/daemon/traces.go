@@ -275,6 +275,10 @@ func (w *traceWindow) see(id string, mtime time.Time) {
 	w.recent[id] = struct{}{}
 }
 
+// open says the window is open: which sessions' spans go out depends on
+// the times of files not read yet (see must see every file first).
+func (w *traceWindow) open() bool { return w.recent != nil }
+
 // end closes the window after the backfill: every later span goes out.
 func (w *traceWindow) end() {
 	w.cutoff, w.recent = time.Time{}, nil

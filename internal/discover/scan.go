@@ -28,6 +28,26 @@ const skippedDir = "tool-results"
 // The error, when not nil, names the directories that could not be read;
 // the files are still every one that could be found.
 func (w *Watcher) Scan() ([]File, error) {
+	return w.scan(false, nil)
+}
+
+// ScanEach is Scan handing each file to fn in path order instead of
+// returning them. With one root, fn gets each project's files as soon as
+// they are walked, while later projects are still being read, so that the
+// caller may start on them (fn runs on ScanEach's goroutine, one call at a
+// time); the files of several roots are gathered and sorted first, as Scan
+// does.
+func (w *Watcher) ScanEach(fn func(File)) error {
+	_, err := w.scan(true, fn)
+	return err
+}
+
+// scan is Scan (fn nil: the files are returned) and ScanEach: with stream
+// set and one root, files go to fn as the walk hands them over, in the
+// walk's order (sortEntries: path order); otherwise they are gathered,
+// sorted and deduplicated if the walk did not already order them, and then
+// handed to fn or returned.
+func (w *Watcher) scan(stream bool, fn func(File)) ([]File, error) {
 	w.scanMu.Lock()
 	defer w.scanMu.Unlock()
 	startSeq := w.syncWatchList()
@@ -36,7 +56,17 @@ func (w *Watcher) Scan() ([]File, error) {
 		w.desired = map[string]bool{}
 	}
 	clear(w.desired)
-	files := make([]File, 0, w.lastCount)
+	stream = stream && len(w.roots) == 1
+	var files []File
+	found := 0
+	emit := func(f File) {
+		found++
+		fn(f)
+	}
+	if !stream {
+		files = make([]File, 0, w.lastCount)
+		emit = func(f File) { files = append(files, f) }
+	}
 	var errs []error
 	blind := false
 	for _, root := range w.roots {
@@ -44,8 +74,7 @@ func (w *Watcher) Scan() ([]File, error) {
 		fi, err := os.Stat(projects)
 		switch {
 		case err == nil && fi.IsDir():
-			wk := walker{w: w, desired: w.desired,
-				file: func(f File) { files = append(files, f) }}
+			wk := walker{w: w, desired: w.desired, file: emit}
 			wk.walkProjects(projects, runtime.GOMAXPROCS(0))
 			errs = append(errs, wk.errs...)
 			blind = blind || wk.blind
@@ -68,13 +97,22 @@ func (w *Watcher) Scan() ([]File, error) {
 	}
 	w.unwatchStale(w.desired, startSeq)
 
-	// One root's walk is sorted already (see sortEntries); roots may
-	// interleave or overlap.
-	if !strictlySorted(files) {
-		slices.SortFunc(files, func(a, b File) int { return strings.Compare(a.Path, b.Path) })
-		files = slices.CompactFunc(files, func(a, b File) bool { return a.Path == b.Path })
+	if !stream {
+		// One root's walk is sorted already (see sortEntries); roots may
+		// interleave or overlap.
+		if !strictlySorted(files) {
+			slices.SortFunc(files, func(a, b File) int { return strings.Compare(a.Path, b.Path) })
+			files = slices.CompactFunc(files, func(a, b File) bool { return a.Path == b.Path })
+		}
+		found = len(files)
+		if fn != nil {
+			for _, f := range files {
+				fn(f)
+			}
+			files = nil
+		}
 	}
-	w.lastCount = len(files)
+	w.lastCount = found
 
 	w.mu.Lock()
 	w.last, w.scanned = w.now(), true
