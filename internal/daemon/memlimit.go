@@ -215,10 +215,12 @@ func (s *softLimit) stop() {
 	if s.stopped.Swap(true) {
 		return
 	}
-	s.lift(s.prev)
+	// GOGC first: a one-shot's is off, and without the limit nothing
+	// would bound the heap in between.
 	if s.pct.Load() != 0 {
 		s.gc(s.prevGC)
 	}
+	s.lift(s.prev)
 }
 
 // liveHeap is the live heap measured by the last collection.

@@ -3,6 +3,7 @@ package discover
 import (
 	"fmt"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"testing"
 )
@@ -36,13 +37,15 @@ func TestScanEachHandsOverWhatScanReturnsInItsOrder(t *testing.T) {
 // so a file created in a later project at that moment is found. (Scan
 // has listed every directory before it returns: the same file created
 // after a Scan is not in it.) The walk runs at most 2·GOMAXPROCS projects
-// ahead of the one handed over, so the 40th is never listed yet.
+// ahead of the one handed over, so the last of 2·GOMAXPROCS+2 is never
+// listed yet.
 func TestScanEachHandsOverBeforeTheWalkEnds(t *testing.T) {
 	root := t.TempDir()
-	for i := range 40 {
-		writeFile(t, filepath.Join(root, "projects", fmt.Sprintf("-p%02d", i), "s.jsonl"), "{}\n")
+	n := 2*runtime.GOMAXPROCS(0) + 2
+	for i := range n {
+		writeFile(t, filepath.Join(root, "projects", fmt.Sprintf("-p%03d", i), "s.jsonl"), "{}\n")
 	}
-	late := filepath.Join(root, "projects", "-p39", "late.jsonl")
+	late := filepath.Join(root, "projects", fmt.Sprintf("-p%03d", n-1), "late.jsonl")
 	w := newTestWatcher(t, Config{Roots: []string{root}, PollOnly: true})
 	var got []string
 	if err := w.ScanEach(func(f File) {
@@ -53,7 +56,7 @@ func TestScanEachHandsOverBeforeTheWalkEnds(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	if len(got) != 41 || !slices.Contains(got, late) {
-		t.Errorf("ScanEach found %d files, the one created at the first hand-over %v; want 41, true", len(got), slices.Contains(got, late))
+	if len(got) != n+1 || !slices.Contains(got, late) {
+		t.Errorf("ScanEach found %d files, the one created at the first hand-over %v; want %d, true", len(got), slices.Contains(got, late), n+1)
 	}
 }
