@@ -209,19 +209,16 @@ func scanOnce(cfg *Config, logger *slog.Logger, rd *reader, traces *tracesStage)
 	if err != nil {
 		return nil, fmt.Errorf("scan claude dirs: %w", err)
 	}
-	var see func(*fileState, discover.File)
-	if traces != nil {
-		see = func(f *fileState, fi discover.File) { traces.window.see(rd.sessionID(f), fi.ModTime) }
-	}
 	if traces == nil || !traces.window.open() {
-		return rd.streamFiles(w, see, logger), nil
+		// A closed window sees nothing: no visit.
+		return rd.streamFiles(w, nil, logger), nil
 	}
 	defer w.Close()
 	found, err := w.Scan()
 	if err != nil {
 		logger.Warn("scan incomplete", "err", err)
 	}
-	rd.sync(found, see)
+	rd.sync(found, func(f *fileState, fi discover.File) { traces.window.see(rd.sessionID(f), fi.ModTime) })
 	return slices.Values(rd.sorted()), nil
 }
 
@@ -239,7 +236,9 @@ func (r *reader) streamFiles(w *discover.Watcher, visit func(*fileState, discove
 	return func(yield func(*fileState) bool) {
 		batches := make(chan []discover.File, 4)
 		stop := make(chan struct{})
-		defer close(stop) // a reader that stops early lets the walk finish without it
+		// A reader that stops early lets the walk finish without it: the
+		// walk goes on to its end, handing nothing over, then closes w.
+		defer close(stop)
 		go func() {
 			defer close(batches)
 			defer w.Close()
