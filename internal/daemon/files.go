@@ -175,6 +175,9 @@ type reader struct {
 	dirs map[string]*dirEntry
 	// gen counts the scans synced (see sync).
 	gen uint32
+	// streamed counts the files a one-shot read without keeping them in
+	// the table (streamFiles).
+	streamed int
 	// restored holds saved watermarks for files not yet scanned.
 	restored map[string]checkpoint.Entry
 	now      func() time.Time

@@ -84,7 +84,7 @@ func runOneshot(ctx context.Context, o oneshotRun) error {
 	o.self.BackfillDone.Set(1)
 	o.self.BackfillSeconds.Set(o.now().Sub(start).Seconds())
 	o.usage.BlocksReady()
-	o.logger.Info("read every file", "files", len(o.rd.files), "lines", o.rd.linesN, "seconds", o.now().Sub(start).Seconds())
+	o.logger.Info("read every file", "files", len(o.rd.files)+o.rd.streamed, "lines", o.rd.linesN, "seconds", o.now().Sub(start).Seconds())
 	var exportErr error
 	if o.traces != nil {
 		exportErr = o.traces.close(ctx, o.cfg.ShutdownTimeout)
@@ -210,8 +210,7 @@ func scanOnce(cfg *Config, logger *slog.Logger, rd *reader, traces *tracesStage)
 		return nil, fmt.Errorf("scan claude dirs: %w", err)
 	}
 	if traces == nil || !traces.window.open() {
-		// A closed window sees nothing: no visit.
-		return rd.streamFiles(w, nil, logger), nil
+		return rd.streamFiles(w, logger), nil
 	}
 	defer w.Close()
 	found, err := w.Scan()
@@ -226,13 +225,14 @@ func scanOnce(cfg *Config, logger *slog.Logger, rd *reader, traces *tracesStage)
 const streamBatch = 128
 
 // streamFiles walks w's roots (then closes w) and yields their files in
-// reading order as the walk hands them over, each added to the file table
-// and passed to visit first: the read starts on the first projects while
-// later ones are walked (1 GB bench corpus: the walk took 80 to 90 ms
-// before the first line was read; 100,000 files: over half a second). The
-// table must be empty, and nothing else may use it until the files are
-// all yielded (a one-shot's: readSeq yields them on its feeder).
-func (r *reader) streamFiles(w *discover.Watcher, visit func(*fileState, discover.File), log *slog.Logger) iter.Seq[*fileState] {
+// reading order as the walk hands them over: the read starts on the first
+// projects while later ones are walked (1 GB bench corpus: the walk took
+// 80 to 90 ms before the first line was read; 100,000 files: over half a
+// second). The files are counted (r.streamed), not added to the table: a
+// one-shot reads each once, and its table was a third of its live heap at
+// 100,000 files, for the collector to scan on every cycle. It runs on
+// readSeq's feeder.
+func (r *reader) streamFiles(w *discover.Watcher, log *slog.Logger) iter.Seq[*fileState] {
 	return func(yield func(*fileState) bool) {
 		batches := make(chan []discover.File, 4)
 		stop := make(chan struct{})
@@ -267,7 +267,6 @@ func (r *reader) streamFiles(w *discover.Watcher, visit func(*fileState, discove
 				log.Warn("scan incomplete", "err", err)
 			}
 		}()
-		r.gen++
 		var order agentsLast
 		more := true
 		emit := func(f *fileState) {
@@ -277,15 +276,13 @@ func (r *reader) streamFiles(w *discover.Watcher, visit func(*fileState, discove
 		}
 		for batch := range batches {
 			for _, fi := range batch {
-				f := r.add(fi.Path)
-				if f == nil {
+				rel, ok := r.relOf(fi.Path)
+				if !ok {
 					continue
 				}
-				f.seen = r.gen
-				if visit != nil {
-					visit(f, fi)
-				}
-				if order.next(f, emit); !more {
+				r.streamed++
+				r.self.FilesWatched.Set(float64(r.streamed))
+				if order.next(r.newFileState(fi.Path, rel), emit); !more {
 					return
 				}
 			}

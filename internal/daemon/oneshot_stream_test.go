@@ -17,10 +17,10 @@ import (
 )
 
 // TestStreamedFilesComeInReadingOrder: the one-shot's files, read as the
-// walk finds them, come in the order and with the table a full scan
-// gives (sync, then sorted: path order with legacy agents after their
-// directory), legacy agents at every depth included; a reader that stops
-// early gets no more and does not hang the walk.
+// walk finds them, come in the order a full scan gives (sync, then
+// sorted: path order with legacy agents after their directory), legacy
+// agents at every depth included, and are counted, not kept; a reader
+// that stops early gets no more and does not hang the walk.
 func TestStreamedFilesComeInReadingOrder(t *testing.T) {
 	const s1, s2 = "00000000-0000-4000-8000-000000000001", "00000000-0000-4000-8000-000000000002"
 	rels := []string{
@@ -73,23 +73,18 @@ func TestStreamedFilesComeInReadingOrder(t *testing.T) {
 	want := pathsOf(full.sorted())
 
 	rd := readerFor()
-	var visited []string
-	got := pathsOf(slices.Collect(rd.streamFiles(newWatcher(), func(f *fileState, fi discover.File) {
-		if f.path() != fi.Path {
-			t.Errorf("visit: entry %s for file %s", f.path(), fi.Path)
-		}
-		visited = append(visited, fi.Path)
-	}, slog.New(slog.DiscardHandler))))
+	got := pathsOf(slices.Collect(rd.streamFiles(newWatcher(), slog.New(slog.DiscardHandler))))
 	if !slices.Equal(got, want) {
 		t.Errorf("streamed order:\n got %q\nwant %q", got, want)
 	}
-	if !slices.Equal(pathsOf(rd.files), pathsOf(full.files)) || len(visited) != len(rels) {
-		t.Errorf("table after the stream: %d entries (%d visited), want the scan's %d", len(rd.files), len(visited), len(full.files))
+	// A one-shot keeps no table: the files are counted.
+	if len(rd.files) != 0 || rd.streamed != len(rels) {
+		t.Errorf("after the stream: %d table entries, %d counted; want 0 and %d", len(rd.files), rd.streamed, len(rels))
 	}
 
 	rd = readerFor()
 	var first []string
-	for f := range rd.streamFiles(newWatcher(), nil, slog.New(slog.DiscardHandler)) {
+	for f := range rd.streamFiles(newWatcher(), slog.New(slog.DiscardHandler)) {
 		if first = append(first, f.path()); len(first) == 3 {
 			break
 		}
@@ -97,4 +92,17 @@ func TestStreamedFilesComeInReadingOrder(t *testing.T) {
 	if !slices.Equal(first, want[:3]) {
 		t.Errorf("stopped after 3: %q, want %q", first, want[:3])
 	}
+}
+
+// scanTable fills rd's table from one scan of cfg's roots and returns
+// its files in reading order, as the daemon's rescan does.
+func scanTable(cfg *Config, rd *reader) ([]*fileState, error) {
+	w, err := discover.New(discover.Config{Roots: cfg.ClaudeDirs, Match: session.IsTranscriptName, PollOnly: true})
+	if err != nil {
+		return nil, err
+	}
+	defer w.Close()
+	found, err := w.Scan()
+	rd.sync(found, nil)
+	return rd.sorted(), err
 }

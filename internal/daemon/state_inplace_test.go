@@ -3,7 +3,6 @@ package daemon
 import (
 	"cmp"
 	"fmt"
-	"log/slog"
 	"path/filepath"
 	"reflect"
 	"slices"
@@ -33,8 +32,7 @@ func TestStateWrittenInPlaceRestoresLikeACopy(t *testing.T) {
 	}
 	build := func() (*prom.Metrics, *session.Assembler, *metrics.Mapper, *reader) { return stateParts(&cfg, now) }
 	usage, asm, mapper, rd := build()
-	found, err := scanOnce(&cfg, slog.New(slog.DiscardHandler), rd, nil)
-	files := slices.Collect(found)
+	files, err := scanTable(&cfg, rd)
 	if err != nil {
 		t.Fatal(err)
 	}

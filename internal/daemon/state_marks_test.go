@@ -2,11 +2,9 @@ package daemon
 
 import (
 	"bytes"
-	"log/slog"
 	"maps"
 	"os"
 	"path/filepath"
-	"slices"
 	"testing"
 	"time"
 
@@ -35,8 +33,7 @@ func TestPeriodicStateWriteSavesTheWatermarksOfItsSnapshot(t *testing.T) {
 			cfg.ClaudeDirs = []string{root}
 			cfg.StateFile = filepath.Join(t.TempDir(), "state")
 			usage, asm, _, rd := stateParts(&cfg, now)
-			found, err := scanOnce(&cfg, slog.New(slog.DiscardHandler), rd, nil)
-			files := slices.Collect(found)
+			files, err := scanTable(&cfg, rd)
 			if err != nil || len(files) < 3 {
 				t.Fatalf("scan: %d files, %v", len(files), err)
 			}
