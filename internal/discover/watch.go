@@ -154,8 +154,10 @@ func (w *Watcher) handle(ev fsnotify.Event) {
 		// The root is watched only until projects/ appears.
 		if ev.Has(fsnotify.Create) && name == "projects" {
 			if fi, err := os.Stat(path); err == nil && fi.IsDir() {
-				(&walker{w: w, file: w.hintFile}).walk(path, nil)
+				// The rescan is asked first, so that whoever takes a
+				// hint of the walk finds it asked.
 				w.signalRescan()
+				(&walker{w: w, file: w.hintFile}).walk(path, nil)
 			}
 		}
 		return
@@ -171,9 +173,14 @@ func (w *Watcher) handle(ev fsnotify.Event) {
 		case fi.IsDir():
 			if name != skippedDir {
 				// Files may have been created before the watch landed:
-				// list them, and have the caller rescan anyway.
-				(&walker{w: w, file: w.hintFile}).walk(path, pl.parts)
+				// list them, and have the caller rescan anyway. The
+				// rescan is asked first: a hint of the walk can reach the
+				// caller at once (pump), and one that arrived before the
+				// request left a caller that had taken every hint without
+				// a rescan pending (TestFileInNewDirectoryIsHintedEven-
+				// IfCreatedBeforeTheWatch failed so, now and then).
 				w.signalRescan()
+				(&walker{w: w, file: w.hintFile}).walk(path, pl.parts)
 			}
 		case fi.Mode().IsRegular() && w.match(name):
 			w.hint(path, Changed)
