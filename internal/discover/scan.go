@@ -28,26 +28,31 @@ const skippedDir = "tool-results"
 // The error, when not nil, names the directories that could not be read;
 // the files are still every one that could be found.
 func (w *Watcher) Scan() ([]File, error) {
-	return w.scan(false, nil)
+	return w.scan(nil)
 }
 
 // ScanEach is Scan handing each file to fn in path order instead of
 // returning them. With one root, fn gets each project's files as soon as
 // they are walked, while later projects are still being read, so that the
 // caller may start on them (fn runs on ScanEach's goroutine, one call at a
-// time); the files of several roots are gathered and sorted first, as Scan
-// does.
+// time); the files of several roots are gathered and sorted first (Scan).
 func (w *Watcher) ScanEach(fn func(File)) error {
-	_, err := w.scan(true, fn)
+	if len(w.roots) != 1 {
+		files, err := w.Scan()
+		for _, f := range files {
+			fn(f)
+		}
+		return err
+	}
+	_, err := w.scan(fn)
 	return err
 }
 
-// scan is Scan (fn nil: the files are returned) and ScanEach: with stream
-// set and one root, files go to fn as the walk hands them over, in the
-// walk's order (sortEntries: path order); otherwise they are gathered,
-// sorted and deduplicated if the walk did not already order them, and then
-// handed to fn or returned.
-func (w *Watcher) scan(stream bool, fn func(File)) ([]File, error) {
+// scan is Scan (fn nil: the files are gathered, sorted and deduplicated
+// if the walk did not already order them, and returned) and one root's
+// ScanEach (files go to fn as the walk hands them over, in the walk's
+// order: sortEntries gives path order).
+func (w *Watcher) scan(fn func(File)) ([]File, error) {
 	w.scanMu.Lock()
 	defer w.scanMu.Unlock()
 	startSeq := w.syncWatchList()
@@ -56,14 +61,13 @@ func (w *Watcher) scan(stream bool, fn func(File)) ([]File, error) {
 		w.desired = map[string]bool{}
 	}
 	clear(w.desired)
-	stream = stream && len(w.roots) == 1
 	var files []File
 	found := 0
 	emit := func(f File) {
 		found++
 		fn(f)
 	}
-	if !stream {
+	if fn == nil {
 		files = make([]File, 0, w.lastCount)
 		emit = func(f File) { files = append(files, f) }
 	}
@@ -97,7 +101,7 @@ func (w *Watcher) scan(stream bool, fn func(File)) ([]File, error) {
 	}
 	w.unwatchStale(w.desired, startSeq)
 
-	if !stream {
+	if fn == nil {
 		// One root's walk is sorted already (see sortEntries); roots may
 		// interleave or overlap.
 		if !strictlySorted(files) {
@@ -105,12 +109,6 @@ func (w *Watcher) scan(stream bool, fn func(File)) ([]File, error) {
 			files = slices.CompactFunc(files, func(a, b File) bool { return a.Path == b.Path })
 		}
 		found = len(files)
-		if fn != nil {
-			for _, f := range files {
-				fn(f)
-			}
-			files = nil
-		}
 	}
 	w.lastCount = found
 
