@@ -213,12 +213,19 @@ func scanOnce(cfg *Config, logger *slog.Logger, rd *reader, traces *tracesStage)
 		return rd.streamFiles(w, logger), nil
 	}
 	defer w.Close()
-	found, err := w.Scan()
+	files, err := rd.scanAll(w, func(f *fileState, fi discover.File) { traces.window.see(rd.sessionID(f), fi.ModTime) })
 	if err != nil {
 		logger.Warn("scan incomplete", "err", err)
 	}
-	rd.sync(found, func(f *fileState, fi discover.File) { traces.window.see(rd.sessionID(f), fi.ModTime) })
-	return slices.Values(rd.sorted()), nil
+	return slices.Values(files), nil
+}
+
+// scanAll fills the table from one Scan of w (sync, with visit) and
+// returns its files in reading order.
+func (r *reader) scanAll(w *discover.Watcher, visit func(*fileState, discover.File)) ([]*fileState, error) {
+	found, err := w.Scan()
+	r.sync(found, visit)
+	return r.sorted(), err
 }
 
 // streamBatch is how many found files the walk hands over at once.

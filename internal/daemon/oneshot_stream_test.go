@@ -63,14 +63,11 @@ func TestStreamedFilesComeInReadingOrder(t *testing.T) {
 	}
 
 	full := readerFor()
-	w := newWatcher()
-	found, err := w.Scan()
-	w.Close()
-	if err != nil || len(found) != len(rels) {
-		t.Fatalf("scan: %d files, %v; want %d", len(found), err, len(rels))
+	sorted, err := full.scanAll(newWatcher(), nil)
+	if err != nil || len(sorted) != len(rels) {
+		t.Fatalf("scan: %d files, %v; want %d", len(sorted), err, len(rels))
 	}
-	full.sync(found, nil)
-	want := pathsOf(full.sorted())
+	want := pathsOf(sorted)
 
 	rd := readerFor()
 	got := pathsOf(slices.Collect(rd.streamFiles(newWatcher(), slog.New(slog.DiscardHandler))))
@@ -95,14 +92,12 @@ func TestStreamedFilesComeInReadingOrder(t *testing.T) {
 }
 
 // scanTable fills rd's table from one scan of cfg's roots and returns
-// its files in reading order, as the daemon's rescan does.
+// its files in reading order.
 func scanTable(cfg *Config, rd *reader) ([]*fileState, error) {
 	w, err := discover.New(discover.Config{Roots: cfg.ClaudeDirs, Match: session.IsTranscriptName, PollOnly: true})
 	if err != nil {
 		return nil, err
 	}
 	defer w.Close()
-	found, err := w.Scan()
-	rd.sync(found, nil)
-	return rd.sorted(), err
+	return rd.scanAll(w, nil)
 }
