@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -160,11 +161,18 @@ func (h *History) WriteOpenMetrics(w io.Writer, m *Metrics, end time.Time, cut b
 		for _, k := range keys {
 			s := h.series[v][k]
 			final := v.value(s.labels)
+			idx := make([]int64, 0, len(s.steps))
+			for i := range s.steps {
+				idx = append(idx, i)
+			}
+			slices.Sort(idx)
 			if cut {
+				// Summed in time order, as the samples are: in the map's
+				// order, the last bits of a total changed from run to run.
 				var before float64
-				for i, x := range s.steps {
+				for _, i := range idx {
 					if i*h.step < endMs {
-						before += x
+						before += s.steps[i]
 					}
 				}
 				if before == 0 {
@@ -187,11 +195,6 @@ func (h *History) WriteOpenMetrics(w io.Writer, m *Metrics, end time.Time, cut b
 				line = append(line, '\n')
 				bw.Write(line)
 			}
-			idx := make([]int64, 0, len(s.steps))
-			for i := range s.steps {
-				idx = append(idx, i)
-			}
-			sort.Slice(idx, func(a, b int) bool { return idx[a] < idx[b] })
 			// The edges of every cell the series moved in, in order, each
 			// with the running total of the increments before it.
 			var cum, prev float64

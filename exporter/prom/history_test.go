@@ -217,3 +217,71 @@ func TestHistoryAnchoredIncreaseIsExactAtEveryCellEdge(t *testing.T) {
 		t.Errorf("the last sample %v, want the counter %v", got, want)
 	}
 }
+
+// A cut history's last sample is the sum of the increments before the cut.
+// Float increments summed in the map's order changed the total's last bits
+// from one write to the next: the same history must write the same bytes,
+// and its total is the increments' sum in time order.
+func TestHistoryWritesTheSameBytesEveryTime(t *testing.T) {
+	end := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
+	m := NewMetrics(prometheus.NewRegistry(), 0, time.Now)
+	h := NewHistory(time.Hour, 48*time.Hour)
+	m.RecordHistory(h)
+	var want float64
+	for k := 0; k < 300; k++ {
+		at := end.Add(-time.Duration(300-k) * 5 * time.Hour)
+		x := 0.1 + float64(k%17)*1.37e-3 + float64(k)*1e3
+		m.At(at)
+		m.AddActiveTime("cli", "p", x)
+		want += x
+	}
+	// An increment after the cut is counted in the counter, not written.
+	m.At(end.Add(time.Hour))
+	m.AddActiveTime("cli", "p", 1)
+	var first string
+	for i := 0; i < 20; i++ {
+		var b strings.Builder
+		if err := h.WriteOpenMetrics(&b, m, end, true); err != nil {
+			t.Fatal(err)
+		}
+		if i == 0 {
+			first = b.String()
+			continue
+		}
+		if b.String() != first {
+			t.Fatalf("write %d differs from the first:\n%s", i, lineDiff(first, b.String()))
+		}
+	}
+	var last string
+	for _, l := range strings.Split(first, "\n") {
+		if strings.HasPrefix(l, "claude_transcript_active_time_seconds_total{") {
+			last = l
+		}
+	}
+	f := strings.Fields(last)
+	if len(f) != 3 {
+		t.Fatalf("no active time sample in\n%s", first)
+	}
+	if got, _ := strconv.ParseFloat(f[1], 64); got != want {
+		t.Errorf("last sample %v, want the time-ordered sum %v", got, want)
+	}
+}
+
+// lineDiff returns the lines of a and b that differ, side by side.
+func lineDiff(a, b string) string {
+	al, bl := strings.Split(a, "\n"), strings.Split(b, "\n")
+	var out []string
+	for i := 0; i < max(len(al), len(bl)); i++ {
+		var x, y string
+		if i < len(al) {
+			x = al[i]
+		}
+		if i < len(bl) {
+			y = bl[i]
+		}
+		if x != y {
+			out = append(out, "- "+x, "+ "+y)
+		}
+	}
+	return strings.Join(out, "\n")
+}
