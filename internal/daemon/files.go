@@ -62,7 +62,7 @@ type fileState struct {
 // typed to fit a 96-byte size class on Unix (stat_unix.go checks it),
 // with its path's share of its directory and its packed name (was 208,
 // then 112 and 96 with the path as a string of its own, 80 bytes more in
-// the bench's trees; the few subagents' .meta.json are in reader.metas,
+// the bench's trees; the subagents' .meta.json are in reader.metas,
 // the device and inode one hash; the fingerprint's length in 16 bits and
 // the flags in one byte took it from 112 to 96).
 
@@ -84,6 +84,10 @@ const (
 	// flagSkipped says the path was found not to be a regular file
 	// (counted and logged once).
 	flagSkipped
+	// flagStreamed says a one-shot streams the file (streamFiles): it is
+	// in no table, read once, and what the reader keeps for it (its
+	// directory's entry, its .meta.json) goes once it is read.
+	flagStreamed
 )
 
 // has, set and unset read and change f's flags. They share a byte: an

@@ -355,6 +355,7 @@ func (r *reader) readSeq(files iter.Seq[*fileState], atEOF bool) int {
 					r.log.Warn("read failed", "path", f.path(), "err", err)
 				}
 				fh.Close()
+				r.readDone(f)
 				continue
 			}
 			pendingBytes += size - from
@@ -402,6 +403,7 @@ func (r *reader) readSeq(files iter.Seq[*fileState], atEOF bool) int {
 			// Every range of the file was read before its last one is
 			// consumed.
 			defer d.fh.Close()
+			defer r.readDone(f)
 		}
 		if d.err == nil {
 			r.self.BytesRead.Add(float64(d.rg.End - f.offset))
@@ -417,6 +419,16 @@ func (r *reader) readSeq(files iter.Seq[*fileState], atEOF bool) int {
 		}
 	})
 	return changed
+}
+
+// readDone lets go of what the reader kept for a streamed file while it
+// was read: its .meta.json, which the assembly took with its records (a
+// one-shot's stream reads each file once). A file in the table keeps it:
+// lines appended later need it again.
+func (r *reader) readDone(f *fileState) {
+	if f.has(flagStreamed) && f.has(flagMetaRead) {
+		r.setMeta(f, nil)
+	}
 }
 
 // openFailed reports a transcript that could not be opened. A path that is
