@@ -273,3 +273,53 @@ func TestSubagentTimes(t *testing.T) {
 		t.Errorf("Description %q, want the Task's description", s.Description)
 	}
 }
+
+// TestTaskCallIsKeptOnlyAsDoneOnceItsSubagentIsKnown: a Task call was kept
+// whole for the daemon's life so that a subagent read later could take its
+// type and description from it: every Task call of a history stayed (16 MB
+// at 50,000). Once its result has named its subagent and the subagent is
+// out, it is kept as a restored state keeps it, by its id: the subagent's
+// own lines, read after, and a resumed session's copy of the call and its
+// result count as before.
+func TestTaskCallIsKeptOnlyAsDoneOnceItsSubagentIsKnown(t *testing.T) {
+	const (
+		agent  = "a2244978809bf394d"
+		taskID = "toolu_01Dz2Z5Ldkq7148yyi1kACKL"
+	)
+	call := func(sess string) string {
+		return A{UUID: "a1", Parent: "u1", Session: sess, Sec: 1, Msg: "msg_task", Req: "req_task", In: 3, Out: 150, Stop: "tool_use",
+			Blocks: blocks(taskUseB(taskID, "Explore", "Scan the views"))}.String()
+	}
+	result := func(sess string) string {
+		return U{UUID: "r1", Parent: "a1", Session: sess, Sec: 60, Blocks: blocks(toolResultB(taskID, false)), ToolUseResult: taskResult(agent, "Explore")}.String()
+	}
+	f := newFeeder(t, Config{})
+	f.files(at(0),
+		file{sessionPath(sessA), []string{U{UUID: "u1", Sec: 0, Text: "Scan the views."}.String(), call(sessA), result(sessA)}},
+		file{subagentPath(sessA, agent), []string{
+			U{UUID: "su", Sec: 2, Agent: agent, Text: "Scan the views."}.String(),
+			A{UUID: "sa", Parent: "su", Sec: 3, Msg: "msg_sub", Req: "req_sub", Model: modelHaiku, Agent: agent, In: 3, Out: 700, Stop: "end_turn"}.String(),
+		}},
+	)
+	if n := len(f.asm.tools); n != 0 {
+		t.Errorf("%d tool states kept after the subagent was read, want 0 (the Task call as done)", n)
+	}
+	if !f.asm.toolDone(taskID) {
+		t.Errorf("the Task call is not known as done")
+	}
+	// A resumed session copies the call and its result: nothing new.
+	f.files(at(0), file{sessionPath(sessB), []string{U{UUID: "u1", Session: sessB, Sec: 0, Text: "Scan the views."}.String(), call(sessB), result(sessB)}})
+	f.flush(at(0), true)
+	c := one(t, "Task call", f.log.toolsOf(taskID))
+	if c.AgentID != agent || c.SubagentType != "Explore" {
+		t.Errorf("Task call: agent %q type %q, want %q Explore", c.AgentID, c.SubagentType, agent)
+	}
+	s := one(t, "subagent", f.log.agentsOf(agent))
+	if s.AgentType != "Explore" || s.ToolUseID != taskID || s.Description != "Scan the views" {
+		t.Errorf("subagent: type %q tool %q description %q, want Explore %s %q", s.AgentType, s.ToolUseID, s.Description, taskID, "Scan the views")
+	}
+	r := one(t, "subagent request", f.log.requestsOf("msg_sub"))
+	if r.AgentID != agent || r.Spender != "subagent:Explore" {
+		t.Errorf("subagent request: agent %q spender %q, want %q subagent:Explore", r.AgentID, r.Spender, agent)
+	}
+}

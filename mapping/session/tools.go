@@ -159,7 +159,8 @@ func (a *Assembler) finishTool(t *toolState, res *earlyResult) {
 		return
 	}
 	if call.AgentID != "" {
-		if ag := a.agents[call.AgentID]; ag != nil && !ag.emitted {
+		ag := a.agents[call.AgentID]
+		if ag != nil && !ag.emitted {
 			if ag.agentType == "" {
 				ag.agentType = call.SubagentType
 			}
@@ -173,12 +174,21 @@ func (a *Assembler) finishTool(t *toolState, res *earlyResult) {
 			ag.warmupKnown = true
 			a.emitAgent(ag)
 		}
+		if ag != nil && ag.emitted && ag.toolUseID == call.ToolUseID {
+			// Its subagent has what it takes from the call (type,
+			// description, background): the call is kept as done, by
+			// its id, as a restored state keeps it. Kept whole, every
+			// Task call of the history stayed: 16 MB at 50,000.
+			delete(a.tools, call.ToolUseID)
+			a.doneTools.add(idKey(keyTool, call.ToolUseID))
+			a.freeTools.put(t)
+		}
 	}
 }
 
 // forget drops a finished tool call's details, keeping its id for dedup;
-// Task/Agent calls keep theirs (a subagent read later takes its type and
-// description from them).
+// Task/Agent calls keep theirs until their subagent has taken its type and
+// description from them (finishTool).
 // It reports whether the call was dropped: then nothing references t
 // any more, and the caller hands it to freeTools once done with it.
 func (a *Assembler) forget(t *toolState) bool {
