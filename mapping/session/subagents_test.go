@@ -1,6 +1,9 @@
 package session
 
-import "testing"
+import (
+	"testing"
+	"time"
+)
 
 // TestSubagents pins how subagent runs are found, typed and linked in
 // every layout (design §1, §2.7, §2.8): new layout with .meta.json,
@@ -321,5 +324,40 @@ func TestTaskCallIsKeptOnlyAsDoneOnceItsSubagentIsKnown(t *testing.T) {
 	r := one(t, "subagent request", f.log.requestsOf("msg_sub"))
 	if r.AgentID != agent || r.Spender != "subagent:Explore" {
 		t.Errorf("subagent request: agent %q spender %q, want %q subagent:Explore", r.AgentID, r.Spender, agent)
+	}
+}
+
+// TestSubagentOutBeforeItsCallTakesTheCallsType: a subagent read first,
+// linked to its Task call by its .meta.json's toolUseId but typed by
+// nothing, goes out as unknown when its session goes idle; the call read
+// after it types the requests the subagent makes later, although the call
+// is then kept only as done (found by review of the change that drops it).
+func TestSubagentOutBeforeItsCallTakesTheCallsType(t *testing.T) {
+	const (
+		agent  = "a2244978809bf394d"
+		taskID = "toolu_01Dz2Z5Ldkq7148yyi1kACKL"
+	)
+	f := newFeeder(t, Config{IdleTimeout: 30 * time.Minute})
+	f.metas = map[string]subagentMeta{subagentPath(sessA, agent): {toolUseID: taskID}}
+	f.files(at(0), file{subagentPath(sessA, agent), []string{
+		U{UUID: "su", Sec: 2, Agent: agent, Text: "Scan the views."}.String(),
+		A{UUID: "sa", Parent: "su", Sec: 3, Msg: "msg_sub1", Req: "req_sub1", Model: modelHaiku, Agent: agent, In: 3, Out: 10, Stop: "end_turn"}.String(),
+	}})
+	f.asm.FlushRead(at(0).Add(24 * time.Hour))
+	if s := one(t, "subagent out before its call", f.log.agentsOf(agent)); s.AgentType != "unknown" {
+		t.Fatalf("subagent out before its call typed %q, want unknown (the case this test is for)", s.AgentType)
+	}
+	f.files(at(0).Add(24*time.Hour), file{sessionPath(sessA), []string{
+		U{UUID: "u1", Sec: 0, Text: "Scan the views."}.String(),
+		A{UUID: "a1", Parent: "u1", Sec: 1, Msg: "msg_task", Req: "req_task", In: 3, Out: 150, Stop: "tool_use", Blocks: blocks(taskUseB(taskID, "Explore", "Scan the views"))}.String(),
+		U{UUID: "r1", Parent: "a1", Sec: 60, Blocks: blocks(toolResultB(taskID, false)), ToolUseResult: taskResult(agent, "")}.String(),
+	}})
+	f.files(at(0).Add(24*time.Hour), file{subagentPath(sessA, agent), []string{
+		A{UUID: "sb", Parent: "sa", Sec: 70, Msg: "msg_sub2", Req: "req_sub2", Model: modelHaiku, Agent: agent, In: 3, Out: 20, Stop: "end_turn"}.String(),
+	}})
+	f.flush(at(0).Add(48*time.Hour), true)
+	r := one(t, "later request", f.log.requestsOf("msg_sub2"))
+	if r.AgentID != agent || r.Spender != "subagent:Explore" {
+		t.Errorf("later request of the subagent: agent %q spender %q, want %q subagent:Explore", r.AgentID, r.Spender, agent)
 	}
 }

@@ -178,7 +178,16 @@ func (a *Assembler) finishTool(t *toolState, res *earlyResult) {
 			// Its subagent has what it takes from the call (type,
 			// description, background): the call is kept as done, by
 			// its id, as a restored state keeps it. Kept whole, every
-			// Task call of the history stayed: 16 MB at 50,000.
+			// Task call of the history stayed: 16 MB at 50,000. (A
+			// subagent out before its call was read, typed by nothing,
+			// takes the call's type now: its later requests were the
+			// call's type when the call stayed.)
+			if ag.agentType == "" {
+				ag.agentType = call.SubagentType
+			}
+			if ag.description == "" {
+				ag.description = call.Description
+			}
 			delete(a.tools, call.ToolUseID)
 			a.doneTools.add(idKey(keyTool, call.ToolUseID))
 			a.freeTools.put(t)
