@@ -249,7 +249,7 @@ func TestHistoryWritesTheSameBytesEveryTime(t *testing.T) {
 			continue
 		}
 		if b.String() != first {
-			t.Fatalf("write %d differs from the first:\n%s", i, lineDiff(first, b.String()))
+			t.Fatalf("write %d differs from the first: %s", i, firstDifference(first, b.String()))
 		}
 	}
 	var last string
@@ -265,23 +265,4 @@ func TestHistoryWritesTheSameBytesEveryTime(t *testing.T) {
 	if got, _ := strconv.ParseFloat(f[1], 64); got != want {
 		t.Errorf("last sample %v, want the time-ordered sum %v", got, want)
 	}
-}
-
-// lineDiff returns the lines of a and b that differ, side by side.
-func lineDiff(a, b string) string {
-	al, bl := strings.Split(a, "\n"), strings.Split(b, "\n")
-	var out []string
-	for i := 0; i < max(len(al), len(bl)); i++ {
-		var x, y string
-		if i < len(al) {
-			x = al[i]
-		}
-		if i < len(bl) {
-			y = bl[i]
-		}
-		if x != y {
-			out = append(out, "- "+x, "+ "+y)
-		}
-	}
-	return strings.Join(out, "\n")
 }
