@@ -153,14 +153,8 @@ func (a *Assembler) finishTool(t *toolState, res *earlyResult) {
 		}
 	}
 	a.sink.ToolCall(call)
-	if a.forget(t) {
-		// Dropped, so call.AgentID is "": nothing below reads the call.
-		a.freeTools.put(t)
-		return
-	}
 	if call.AgentID != "" {
-		ag := a.agents[call.AgentID]
-		if ag != nil && !ag.emitted {
+		if ag := a.agents[call.AgentID]; ag != nil && !ag.emitted {
 			if ag.agentType == "" {
 				ag.agentType = call.SubagentType
 			}
@@ -174,37 +168,36 @@ func (a *Assembler) finishTool(t *toolState, res *earlyResult) {
 			ag.warmupKnown = true
 			a.emitAgent(ag)
 		}
-		if ag != nil && ag.emitted && ag.toolUseID == call.ToolUseID {
-			// Its subagent has what it takes from the call (type,
-			// description, background): the call is kept as done, by
-			// its id, as a restored state keeps it. Kept whole, every
-			// Task call of the history stayed: 16 MB at 50,000. (A
-			// subagent out before its call was read, typed by nothing,
-			// takes the call's type now: its later requests were the
-			// call's type when the call stayed.)
-			if ag.agentType == "" {
-				ag.agentType = call.SubagentType
-			}
-			if ag.description == "" {
-				ag.description = call.Description
-			}
-			delete(a.tools, call.ToolUseID)
-			a.doneTools.add(idKey(keyTool, call.ToolUseID))
-			a.freeTools.put(t)
-		}
+	}
+	if a.forget(t) {
+		a.freeTools.put(t)
 	}
 }
 
-// forget drops a finished tool call's details, keeping its id for dedup;
-// Task/Agent calls keep theirs until their subagent has taken its type and
-// description from them (finishTool).
+// forget drops a finished tool call's details, keeping its id for dedup,
+// as a restored state keeps it. A Task/Agent call keeps them until its
+// subagent is out, linked to it: a subagent read before takes its type and
+// description from the call (and one out before its call was read, typed
+// by nothing, takes them here: its later requests are the call's type).
+// Kept whole for good, every Task call of a history stayed: 16 MB at
+// 50,000.
 // It reports whether the call was dropped: then nothing references t
 // any more, and the caller hands it to freeTools once done with it.
 func (a *Assembler) forget(t *toolState) bool {
-	if t.call.SubagentType == "" && t.call.Description == "" && t.call.AgentID == "" {
-		delete(a.tools, t.call.ToolUseID)
-		a.doneTools.add(idKey(keyTool, t.call.ToolUseID))
-		return true
+	c := &t.call
+	if c.SubagentType != "" || c.Description != "" || c.AgentID != "" {
+		ag := a.agents[c.AgentID]
+		if c.AgentID == "" || ag == nil || !ag.emitted || ag.toolUseID != c.ToolUseID {
+			return false
+		}
+		if ag.agentType == "" {
+			ag.agentType = c.SubagentType
+		}
+		if ag.description == "" {
+			ag.description = c.Description
+		}
 	}
-	return false
+	delete(a.tools, c.ToolUseID)
+	a.doneTools.add(idKey(keyTool, c.ToolUseID))
+	return true
 }
