@@ -84,14 +84,14 @@ func write(dir string, i, p int, subagent bool) error {
 	}
 	su1, sa1, su2, sa2 := "s"+u1, "s"+a1, "s"+u2, "s"+a2
 	stool := fmt.Sprintf("toolu_gensub%d", i)
-	dir = filepath.Join(proj, sid, "subagents")
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	subDir := filepath.Join(proj, sid, "subagents")
+	if err := os.MkdirAll(subDir, 0o755); err != nil {
 		return err
 	}
-	if err := os.WriteFile(filepath.Join(dir, "agent-"+agentID+".meta.json"), []byte(`{"agentType":"Explore","description":"find the test"}`+"\n"), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(subDir, "agent-"+agentID+".meta.json"), []byte(`{"agentType":"Explore","description":"find the test"}`+"\n"), 0o644); err != nil {
 		return err
 	}
-	return writeLines(filepath.Join(dir, "agent-"+agentID+".jsonl"), []map[string]any{
+	return writeLines(filepath.Join(subDir, "agent-"+agentID+".jsonl"), []map[string]any{
 		sub("user", su1, "", map[string]any{"role": "user", "content": "find the failing test"}),
 		sub("assistant", sa1, su1, map[string]any{"id": fmt.Sprintf("msg_gensub%d_a", i), "model": "claude-haiku-4-5", "role": "assistant",
 			"stop_reason": "tool_use", "content": []any{map[string]any{"type": "tool_use", "id": stool, "name": "Grep", "input": map[string]any{"pattern": "FAIL"}}},
