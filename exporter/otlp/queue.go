@@ -23,7 +23,10 @@ type Observer interface {
 	// retried), or the receiver rejected n spans (partial success).
 	Failed(n int)
 	// Pending: n spans are queued (in memory or in the spool) and not
-	// yet acknowledged.
+	// yet acknowledged. Pending and Spooled are gauges: the queue calls
+	// them with its lock held, so they arrive in the order the counts
+	// changed (a count taken before a send must not land after the
+	// send's), and they must not call back into the queue.
 	Pending(n int)
 	// Spooled: n of the pending spans are in the spool.
 	Spooled(n int)
@@ -246,8 +249,8 @@ func (q *Queue) Enqueue(ctx context.Context, s spans.Span) error {
 	}
 	q.buf = append(q.buf, s)
 	n := len(q.buf)
-	q.mu.Unlock()
 	q.cfg.Observer.Pending(n)
+	q.mu.Unlock()
 	if n == 1 || n%q.cfg.BatchSize == 0 {
 		q.poke()
 	}
@@ -294,9 +297,9 @@ func (q *Queue) enqueueSpooled(s *spans.Span) error {
 		poke = n == 1 || n%q.cfg.BatchSize == 0
 	}
 	n, spooled := q.lensLocked()
-	q.mu.Unlock()
 	q.cfg.Observer.Pending(n)
 	q.cfg.Observer.Spooled(spooled)
+	q.mu.Unlock()
 	if poke {
 		q.poke()
 	}
@@ -581,6 +584,8 @@ func (q *Queue) acked(n int, rej *RejectedError) {
 	q.mu.Lock()
 	q.attempts, q.retryAt, q.failing = 0, time.Time{}, time.Time{}
 	left, spooled := q.lensLocked()
+	q.cfg.Observer.Pending(left)
+	q.cfg.Observer.Spooled(spooled)
 	close(q.space)
 	q.space = make(chan struct{})
 	close(q.changed)
@@ -595,8 +600,6 @@ func (q *Queue) acked(n int, rej *RejectedError) {
 		q.cfg.Logger.Warn("receiver rejected spans", "endpoint", q.cfg.Endpoint, "rejected", rejected, "msg", rej.Message)
 	}
 	q.cfg.Observer.Acknowledged(accepted, now)
-	q.cfg.Observer.Pending(left)
-	q.cfg.Observer.Spooled(spooled)
 }
 
 // failed records a failed attempt and returns the backoff before the

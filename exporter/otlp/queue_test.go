@@ -329,6 +329,60 @@ func TestConcurrentEnqueueAndSend(t *testing.T) {
 		}
 	}
 	if obs.acked != n || obs.pending != 0 {
-		t.Errorf("observer %+v", obs)
+		t.Errorf("observer acked %d, pending %d; want %d, 0", obs.acked, obs.pending, n)
+	}
+}
+
+// lateObserver holds its first report of two pending spans until the
+// receiver has acknowledged something (or 300 ms pass): the moment at
+// which a count taken before a send, and reported after the queue's
+// lock is let go, lands after the send's own count.
+type lateObserver struct {
+	counts
+	once, held sync.Once
+	ack        chan struct{}
+}
+
+func (o *lateObserver) Acknowledged(n int, t time.Time) {
+	o.counts.Acknowledged(n, t)
+	o.once.Do(func() { close(o.ack) })
+}
+
+func (o *lateObserver) Pending(n int) {
+	if n == 2 {
+		o.held.Do(func() {
+			select {
+			case <-o.ack:
+			case <-time.After(300 * time.Millisecond):
+			}
+		})
+	}
+	o.counts.Pending(n)
+}
+
+func TestPendingGaugeEndsAtZeroWhenASendOvertakesTheReport(t *testing.T) {
+	for _, spool := range []bool{false, true} {
+		t.Run(fmt.Sprintf("spool=%v", spool), func(t *testing.T) {
+			obs := &lateObserver{ack: make(chan struct{})}
+			// The first span wakes the sender, which lingers 50 ms for
+			// a full batch; the second fills it while its report is held.
+			cfg := QueueConfig{BatchSize: 2, MaxQueue: 10, Linger: 50 * time.Millisecond, InitialBackoff: time.Millisecond, Observer: obs}
+			if spool {
+				cfg.Spool = openSpool(t, t.TempDir(), 200)
+			}
+			exp := &fakeExporter{}
+			q := NewQueue(exp, cfg)
+			enqueue(t, q, "a", "b")
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			if err := q.Close(ctx); err != nil {
+				t.Fatal(err)
+			}
+			obs.mu.Lock()
+			defer obs.mu.Unlock()
+			if exp.sent() != "a,b" || obs.acked != 2 || obs.pending != 0 || obs.spooled != 0 {
+				t.Errorf("sent %q; observer acked %d, pending %d, spooled %d; want a,b; 2, 0, 0", exp.sent(), obs.acked, obs.pending, obs.spooled)
+			}
+		})
 	}
 }
