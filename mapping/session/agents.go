@@ -23,6 +23,67 @@ type agentState struct {
 	emitted     bool
 	start, end  time.Time
 	project     string
+	// ctxs is how many reading contexts hold it (ctxState.agent): it is
+	// packed only when none does.
+	ctxs int
+}
+
+// agent returns the subagent id, unpacked if it was packed (nil when
+// there is none), for a caller that may change it.
+func (a *Assembler) agent(id string) *agentState {
+	if ag := a.agents[id]; ag != nil {
+		return ag
+	}
+	ag, owner := a.closed.takeAgent(id)
+	if ag == nil {
+		return nil
+	}
+	a.agents[id] = ag
+	if owner && a.byTool[ag.toolUseID] == nil {
+		a.byTool[ag.toolUseID] = ag
+	}
+	return ag
+}
+
+// peekAgent returns the subagent id, or a copy of it if it is packed, for
+// a caller that only reads it (nil when there is none).
+func (a *Assembler) peekAgent(id string) *agentState {
+	if ag := a.agents[id]; ag != nil {
+		return ag
+	}
+	ag, _ := a.closed.peekAgent(id)
+	return ag
+}
+
+// packAgents packs those of the subagents ids that are out and that no
+// context reads (agents_packed.go).
+func (a *Assembler) packAgents(ids []string) {
+	for _, id := range ids {
+		ag := a.agents[id]
+		if ag == nil || !ag.emitted || ag.ctxs > 0 {
+			continue
+		}
+		owner := ag.toolUseID != "" && a.byTool[ag.toolUseID] == ag
+		if !a.closed.putAgent(ag, owner) {
+			continue
+		}
+		delete(a.agents, id)
+		if owner {
+			delete(a.byTool, ag.toolUseID)
+		}
+	}
+}
+
+// repackAgent packs the subagent id again when a line that opened no
+// context (a Task call's result) unpacked it after its session closed.
+func (a *Assembler) repackAgent(id string) {
+	ag := a.agents[id]
+	if ag == nil || !ag.emitted || ag.ctxs > 0 {
+		return
+	}
+	if _, closed := a.closed.lookup(keyOf(ag.sessionID)); closed {
+		a.packAgents([]string{id})
+	}
 }
 
 // sidechainAgent names the subagent of a sidechain line written inside a
@@ -77,7 +138,7 @@ func (a *Assembler) rank(w Where) int {
 	case isFork(w.AgentID):
 		return 0
 	}
-	if ag := a.agents[w.AgentID]; ag != nil && ag.agentType == "fork" {
+	if ag := a.peekAgent(w.AgentID); ag != nil && ag.agentType == "fork" {
 		return 0
 	}
 	return 1
@@ -122,7 +183,15 @@ func SubagentType(tu *transcript.ToolUse) string {
 	return tu.SubagentType
 }
 
-func (a *Assembler) agentByTool(toolUseID string) *agentState { return a.byTool[toolUseID] }
+// agentByTool returns the subagent the Task call toolUseID launched, or a
+// copy of it if it is packed, to read.
+func (a *Assembler) agentByTool(toolUseID string) *agentState {
+	if ag := a.byTool[toolUseID]; ag != nil {
+		return ag
+	}
+	ag, _ := a.closed.peekAgentByTool(toolUseID)
+	return ag
+}
 
 func (a *Assembler) linkAgentTool(ag *agentState, toolUseID string) {
 	ag.toolUseID = toolUseID
@@ -196,7 +265,7 @@ func (a *Assembler) spender(w Where) string {
 	if spender, _, ok := forkOf(w.AgentID); ok {
 		return spender
 	}
-	ag := a.agents[w.AgentID]
+	ag := a.peekAgent(w.AgentID)
 	if ag == nil {
 		return SpenderSubagentPrefix + "unknown"
 	}

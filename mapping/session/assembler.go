@@ -329,13 +329,14 @@ func (a *Assembler) ctxFor(s *sessState, agentID string, now time.Time) *ctxStat
 	if c == nil {
 		c = &ctxState{sess: s}
 		if agentID != "" {
-			ag := a.agents[agentID]
+			ag := a.agent(agentID)
 			if ag == nil {
 				ag = &agentState{seq: a.next(), id: agentID, sessionID: s.id}
 				a.agents[agentID] = ag
 			}
 			s.addAgent(agentID)
 			c.agent = ag
+			ag.ctxs++
 		}
 		a.ctxs[k] = c
 		s.hasCtx = true
@@ -588,7 +589,11 @@ func (a *Assembler) dropContexts(s *sessState) {
 	s.hasCtx = false
 	delete(a.ctxs, ctxKey{s.id, ""})
 	for id := range s.agents {
-		delete(a.ctxs, ctxKey{s.id, id})
+		k := ctxKey{s.id, id}
+		if c := a.ctxs[k]; c != nil && c.agent != nil {
+			c.agent.ctxs--
+		}
+		delete(a.ctxs, k)
 	}
 }
 
@@ -625,7 +630,9 @@ func (a *Assembler) closeSession(s *sessState, history bool) {
 	}
 	s.openTools = nil
 	var agents []*agentState
+	ids := make([]string, 0, len(s.agents))
 	for id := range s.agents {
+		ids = append(ids, id)
 		if ag := a.agents[id]; ag != nil && !ag.emitted {
 			agents = append(agents, ag)
 		}
@@ -659,4 +666,5 @@ func (a *Assembler) closeSession(s *sessState, history bool) {
 		a.closed.put(s)
 		delete(a.sessions, s.id)
 	}
+	a.packAgents(ids)
 }

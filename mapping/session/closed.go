@@ -54,6 +54,8 @@ type closedSessions struct {
 	// so a frozen state shares it (Frozen.closed).
 	strs  []string
 	index map[string]uint32
+	// agents are the packed subagents of closed sessions (agents_packed.go).
+	agents packedAgents
 	// scratch is where a session is packed before it is copied out at
 	// its size.
 	scratch []byte
@@ -201,9 +203,7 @@ func (c *closedSessions) len() int { return c.uuids.len() + len(c.others) }
 
 // put packs s, which must be packable.
 func (c *closedSessions) put(s *sessState) {
-	if c.index == nil {
-		c.strs, c.index = []string{""}, map[string]uint32{"": 0}
-	}
+	c.ensureStrs()
 	b := c.scratch[:0]
 	b = c.appendShared(b, s.cwd)
 	b = c.appendShared(b, s.projectDir)

@@ -179,7 +179,7 @@ func (a *Assembler) State() State {
 func (a *Assembler) StateHead() State {
 	st := State{Version: StateVersion, Seq: a.seq, Stats: a.stats,
 		Requests: make([]RequestState, 0, len(a.requests)),
-		Agents:   make([]AgentState, 0, len(a.agents))}
+		Agents:   make([]AgentState, 0, len(a.agents)+a.closed.agentsLen())}
 	for _, r := range a.requests {
 		// The advisor slice is copied: a better line rewrites it in place,
 		// and a frozen state is read while the assembler goes on.
@@ -206,9 +206,10 @@ func (a *Assembler) StateHead() State {
 		st.Early = append(st.Early, EarlyState{ID: id, IsError: e.isError, T: e.t, Task: e.task, Rejected: e.rejected, Edit: e.edit, PRURL: e.prURL})
 	}
 	for _, ag := range a.agents {
-		st.Agents = append(st.Agents, AgentState{Seq: ag.seq, ID: ag.id, SessionID: ag.sessionID, AgentType: ag.agentType,
-			Description: ag.description, ToolUseID: ag.toolUseID, Warmup: ag.warmup, WarmupKnown: ag.warmupKnown, Background: ag.background,
-			Emitted: ag.emitted, Start: ag.start, End: ag.end, Project: ag.project})
+		st.Agents = append(st.Agents, ag.state())
+	}
+	for ag := range a.closed.packedAgentList() {
+		st.Agents = append(st.Agents, ag.state())
 	}
 	return st
 }
@@ -417,5 +418,27 @@ func (a *Assembler) Restore(st State, now time.Time) error {
 			a.byTool[ag.ToolUseID] = a.agents[ag.ID]
 		}
 	}
+	// Subagents that are out, of sessions packed, are packed too, as
+	// they were when their sessions closed.
+	live := map[string]bool{}
+	for _, s := range a.sessions {
+		for id := range s.agents {
+			live[id] = true
+		}
+	}
+	var out []string
+	for id, ag := range a.agents {
+		if _, closed := a.closed.lookup(keyOf(ag.sessionID)); ag.emitted && closed && !live[id] {
+			out = append(out, id)
+		}
+	}
+	slices.Sort(out)
+	a.packAgents(out)
 	return nil
+}
+
+func (ag *agentState) state() AgentState {
+	return AgentState{Seq: ag.seq, ID: ag.id, SessionID: ag.sessionID, AgentType: ag.agentType,
+		Description: ag.description, ToolUseID: ag.toolUseID, Warmup: ag.warmup, WarmupKnown: ag.warmupKnown, Background: ag.background,
+		Emitted: ag.emitted, Start: ag.start, End: ag.end, Project: ag.project}
 }

@@ -361,3 +361,87 @@ func TestSubagentOutBeforeItsCallTakesTheCallsType(t *testing.T) {
 		t.Errorf("later request of the subagent: agent %q spender %q, want %q subagent:Explore", r.AgentID, r.Spender, agent)
 	}
 }
+
+// TestSubagentsOfClosedSessionsArePackedAndWakeForALateLine: a subagent
+// that is out, of a session that closed, was kept as a struct in two maps
+// for the daemon's life (about 450 bytes: 22 MB at 50,000). It is packed
+// with the closed sessions; what may still name it finds it as before: a
+// resumed session's copy of its Task call (no sidechain waits for it),
+// lines appended to its file (the same subagent, its type, no second
+// span), and a state file, which keeps it and restores it packed.
+func TestSubagentsOfClosedSessionsArePackedAndWakeForALateLine(t *testing.T) {
+	const (
+		agent  = "a2244978809bf394d"
+		taskID = "toolu_01Dz2Z5Ldkq7148yyi1kACKL"
+	)
+	call := func(sess string) string {
+		return A{UUID: "a1", Parent: "u1", Session: sess, Sec: 1, Msg: "msg_task", Req: "req_task", In: 3, Out: 150, Stop: "tool_use",
+			Blocks: blocks(taskUseB(taskID, "Explore", "Scan the views"))}.String()
+	}
+	f := newFeeder(t, Config{IdleTimeout: 30 * time.Minute})
+	f.files(at(0),
+		file{sessionPath(sessA), []string{U{UUID: "u1", Sec: 0, Text: "Scan the views."}.String(), call(sessA),
+			U{UUID: "r1", Parent: "a1", Sec: 60, Blocks: blocks(toolResultB(taskID, false)), ToolUseResult: taskResult(agent, "Explore")}.String()}},
+		file{subagentPath(sessA, agent), []string{
+			U{UUID: "su", Sec: 2, Agent: agent, Text: "Scan the views."}.String(),
+			A{UUID: "sa", Parent: "su", Sec: 3, Msg: "msg_sub1", Req: "req_sub1", Model: modelHaiku, Agent: agent, In: 3, Out: 10, Stop: "end_turn"}.String(),
+		}},
+	)
+	packed := func(when string) {
+		t.Helper()
+		if len(f.asm.agents) != 0 || len(f.asm.byTool) != 0 || f.asm.closed.agentsLen() != 1 {
+			t.Errorf("%s: %d subagents and %d Task links unpacked, %d packed; want 0, 0, 1", when, len(f.asm.agents), len(f.asm.byTool), f.asm.closed.agentsLen())
+		}
+	}
+	f.asm.FlushRead(at(0).Add(24 * time.Hour))
+	packed("session closed")
+
+	// A resumed session's copy of the call finds its subagent packed.
+	f.files(at(0).Add(24*time.Hour), file{sessionPath(sessB), []string{U{UUID: "u1", Session: sessB, Sec: 0, Text: "Scan the views."}.String(), call(sessB)}})
+	if s := f.asm.sessions[sessB]; s == nil || len(s.pendingTasks) != 0 {
+		t.Errorf("resumed session's copy of the Task call waits for a sidechain: %+v", s)
+	}
+	// Lines appended to the subagent's file.
+	f.files(at(0).Add(24*time.Hour), file{subagentPath(sessA, agent), []string{
+		A{UUID: "sb", Parent: "sa", Sec: 70, Msg: "msg_sub2", Req: "req_sub2", Model: modelHaiku, Agent: agent, In: 3, Out: 20, Stop: "end_turn"}.String(),
+	}})
+	f.asm.FlushRead(at(0).Add(48 * time.Hour))
+	packed("closed again")
+	r := one(t, "late request", f.log.requestsOf("msg_sub2"))
+	if r.AgentID != agent || r.SessionID != sessA || r.Spender != "subagent:Explore" {
+		t.Errorf("late request: session %q agent %q spender %q, want %s %s subagent:Explore", r.SessionID, r.AgentID, r.Spender, sessA, agent)
+	}
+	s := one(t, "subagent", f.log.agentsOf(agent))
+	if s.AgentType != "Explore" || s.ToolUseID != taskID || s.Description != "Scan the views" {
+		t.Errorf("subagent: type %q tool %q description %q", s.AgentType, s.ToolUseID, s.Description)
+	}
+
+	// The state keeps it whole, and a restored one has it packed.
+	st := f.asm.State()
+	if len(st.Agents) != 1 {
+		t.Fatalf("state holds %d subagents, want 1", len(st.Agents))
+	}
+	want := st.Agents[0]
+	if want.ID != agent || want.SessionID != sessA || want.AgentType != "Explore" || want.ToolUseID != taskID || !want.Emitted || want.Start.IsZero() {
+		t.Errorf("saved subagent %+v", want)
+	}
+	g := newFeeder(t, Config{IdleTimeout: 30 * time.Minute})
+	if err := g.asm.Restore(st, at(0).Add(48*time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	f = g
+	packed("restored")
+	if got := g.asm.State().Agents; len(got) != 1 || got[0] != want {
+		t.Errorf("restored state's subagents %+v, want %+v", got, want)
+	}
+	g.files(at(0).Add(48*time.Hour), file{subagentPath(sessA, agent), []string{
+		A{UUID: "sc", Parent: "sb", Sec: 80, Msg: "msg_sub3", Req: "req_sub3", Model: modelHaiku, Agent: agent, In: 3, Out: 20, Stop: "end_turn"}.String(),
+	}})
+	g.flush(at(0).Add(72*time.Hour), true)
+	if r := one(t, "request after the restore", g.log.requestsOf("msg_sub3")); r.Spender != "subagent:Explore" {
+		t.Errorf("request after the restore: spender %q, want subagent:Explore", r.Spender)
+	}
+	if n := len(g.log.agentsOf(agent)); n != 0 {
+		t.Errorf("the restored subagent went out again (%d spans)", n)
+	}
+}

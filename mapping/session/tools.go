@@ -137,7 +137,7 @@ func (a *Assembler) finishTool(t *toolState, res *earlyResult) {
 	a.refreshProject(&call.Where)
 	if task != nil && task.AgentID != "" {
 		call.AgentID = task.AgentID
-		ag := a.agents[task.AgentID]
+		ag := a.agent(task.AgentID)
 		if ag == nil {
 			ag = &agentState{seq: a.next(), id: task.AgentID, sessionID: call.SessionID}
 			a.agents[task.AgentID] = ag
@@ -169,8 +169,12 @@ func (a *Assembler) finishTool(t *toolState, res *earlyResult) {
 			a.emitAgent(ag)
 		}
 	}
+	agentID := call.AgentID
 	if a.forget(t) {
 		a.freeTools.put(t)
+	}
+	if agentID != "" {
+		a.repackAgent(agentID)
 	}
 }
 
@@ -186,7 +190,7 @@ func (a *Assembler) finishTool(t *toolState, res *earlyResult) {
 func (a *Assembler) forget(t *toolState) bool {
 	c := &t.call
 	if c.SubagentType != "" || c.Description != "" || c.AgentID != "" {
-		ag := a.agents[c.AgentID]
+		ag := a.agent(c.AgentID)
 		if c.AgentID == "" || ag == nil || !ag.emitted || ag.toolUseID != c.ToolUseID {
 			return false
 		}
