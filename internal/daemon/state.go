@@ -58,6 +58,7 @@ type assemblerState interface {
 	EachSession(n int, fn func([]session.SessionState) error) error
 	EachDoneRequest(n int, fn func([]session.DoneRequest) error) error
 	EachSeenKey(n int, fn func([]uint64) error) error
+	EachAgent(n int, fn func([]session.AgentState) error) error
 }
 
 // takeSnapshot freezes the assembler state (session.Freeze: packed and
@@ -207,7 +208,7 @@ func (s *snapshot) payloads() (core, extra []any) {
 		s.projects = map[string]string{}
 	}
 	head := s.asm.Head()
-	head.Sessions, head.DoneRequests, head.SeenKeys = nil, nil, nil
+	head.Sessions, head.DoneRequests, head.SeenKeys, head.Agents = nil, nil, nil, nil
 	asm := s.asm
 	core = []any{&s.counters, &head,
 		checkpoint.Stream[session.SessionState](func(yield func([]session.SessionState) error) error {
@@ -218,6 +219,11 @@ func (s *snapshot) payloads() (core, extra []any) {
 		}),
 		checkpoint.Stream[uint64](func(yield func([]uint64) error) error {
 			return asm.EachSeenKey(checkpoint.ChunkLen, yield)
+		}),
+		// Since version 5: one per subagent (50,000 of them were 7 MB
+		// encoded in the head's one gob value, and a copy of 8 MB).
+		checkpoint.Stream[session.AgentState](func(yield func([]session.AgentState) error) error {
+			return asm.EachAgent(checkpoint.ChunkLen, yield)
 		}),
 	}
 	return core, []any{&s.blocks, &s.projects, &s.agents}
@@ -261,6 +267,9 @@ func restoreState(f *checkpoint.File, usage *prom.Metrics, asm *session.Assemble
 			if as.DoneRequests, err = checkpoint.NextChunked(f, as.DoneRequests); err == nil {
 				as.SeenKeys, err = checkpoint.NextChunked(f, as.SeenKeys)
 			}
+		}
+		if err == nil && f.Version >= 5 {
+			as.Agents, err = checkpoint.NextChunked(f, as.Agents)
 		}
 		if err != nil {
 			return fmt.Errorf("restore assembler state: %w", err)

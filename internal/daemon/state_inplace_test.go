@@ -39,8 +39,8 @@ func TestStateWrittenInPlaceRestoresLikeACopy(t *testing.T) {
 	rd.readFiles(files, false)
 	asm.FlushRead(now)
 	want := asm.State()
-	if len(want.Sessions) == 0 || len(want.DoneRequests) <= checkpoint.ChunkLen {
-		t.Fatalf("corpus read gave %d sessions, %d requests", len(want.Sessions), len(want.DoneRequests))
+	if len(want.Sessions) == 0 || len(want.DoneRequests) <= checkpoint.ChunkLen || len(want.Agents) == 0 {
+		t.Fatalf("corpus read gave %d sessions, %d requests, %d subagents", len(want.Sessions), len(want.DoneRequests), len(want.Agents))
 	}
 
 	restored := map[string]session.State{}
@@ -85,6 +85,9 @@ func TestStateWrittenInPlaceRestoresLikeACopy(t *testing.T) {
 			t.Errorf("%s: restored assembler state differs (%d sessions, %d requests, %d keys; want %d, %d, %d)", name,
 				len(got.Sessions), len(got.DoneRequests), len(got.SeenKeys), len(wantC.Sessions), len(wantC.DoneRequests), len(wantC.SeenKeys))
 		}
+		if !reflect.DeepEqual(got.Agents, wantC.Agents) {
+			t.Errorf("%s: restored subagents differ (%d, want %d)", name, len(got.Agents), len(wantC.Agents))
+		}
 	}
 }
 
@@ -100,5 +103,56 @@ func canonical(st session.State) session.State {
 	}
 	slices.SortFunc(st.DoneRequests, func(a, b session.DoneRequest) int { return cmp.Compare(a.Key, b.Key) })
 	slices.Sort(st.SeenKeys)
+	slices.SortFunc(st.Agents, func(a, b session.AgentState) int { return cmp.Compare(a.ID, b.ID) })
 	return st
+}
+
+// TestVersion4StateRestoresItsSubagents: a state file written before the
+// subagents were streamed after the assembler's other large parts
+// (version 5) holds them in the assembler's head; it restores them.
+func TestVersion4StateRestoresItsSubagents(t *testing.T) {
+	now := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
+	roots, err := filepath.Glob(filepath.Join("..", "..", "testdata", "corpus", "*", "projects"))
+	if err != nil || len(roots) == 0 {
+		t.Fatalf("no corpus trees: %v", err)
+	}
+	cfg := NewConfig()
+	for _, r := range roots {
+		cfg.ClaudeDirs = append(cfg.ClaudeDirs, filepath.Dir(r))
+	}
+	cfg.StateFile = filepath.Join(t.TempDir(), "state")
+	usage, asm, mapper, rd := stateParts(&cfg, now)
+	files, err := scanTable(&cfg, rd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rd.readFiles(files, false)
+	asm.FlushRead(now)
+	want := canonical(asm.State())
+	if len(want.Agents) == 0 {
+		t.Fatal("the corpus gave no subagents")
+	}
+	// Version 4's payloads: the head with its subagents, no stream of them.
+	snap := inPlace(&cfg, usage, asm, rd, now)
+	snap.projects = mapper.ProjectLabels()
+	core, extra := snap.payloads()
+	head := core[1].(*session.State)
+	head.Agents = want.Agents
+	core = core[:len(core)-1]
+	if err := checkpoint.Write(cfg.StateFile, &checkpoint.File{WrittenAt: now, FileStream: snap.entries}, append(core, extra...)...); err != nil {
+		t.Fatal(err)
+	}
+	saved, err := checkpoint.Load(cfg.StateFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer saved.Close()
+	saved.Version = 4
+	usage2, asm2, mapper2, rd2 := stateParts(&cfg, now)
+	if err := restoreState(saved, usage2, asm2, mapper2, nil, rd2, now); err != nil {
+		t.Fatal(err)
+	}
+	if got := canonical(asm2.State()); !reflect.DeepEqual(got.Agents, want.Agents) || !reflect.DeepEqual(got.Sessions, want.Sessions) {
+		t.Errorf("version 4 state: %d subagents and %d sessions restored, want %d and %d", len(got.Agents), len(got.Sessions), len(want.Agents), len(want.Sessions))
+	}
 }

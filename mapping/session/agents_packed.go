@@ -19,8 +19,7 @@ package session
 
 import (
 	"encoding/binary"
-	"iter"
-	"time"
+		"time"
 )
 
 // packedAgents are the packed subagents of closed sessions.
@@ -98,7 +97,7 @@ func (c *closedSessions) peekAgent(id string) (*agentState, bool) {
 	if !ok {
 		return nil, false
 	}
-	if ag, _ := c.decodeAgent(b); ag.id == id {
+	if ag, _ := decodeAgent(b, c.strs); ag.id == id {
 		return ag, true
 	}
 	return nil, false
@@ -112,7 +111,7 @@ func (c *closedSessions) peekAgentByTool(toolUseID string) (*agentState, bool) {
 		return nil, false
 	}
 	b := c.agents.byID[k]
-	ag, owner := c.decodeAgent(b)
+	ag, owner := decodeAgent(b, c.strs)
 	if !owner || ag.toolUseID != toolUseID {
 		return nil, false
 	}
@@ -127,7 +126,7 @@ func (c *closedSessions) takeAgent(id string) (ag *agentState, owner bool) {
 	if !ok {
 		return nil, false
 	}
-	ag, owner = c.decodeAgent(b)
+	ag, owner = decodeAgent(b, c.strs)
 	if ag.id != id {
 		return nil, false
 	}
@@ -138,9 +137,10 @@ func (c *closedSessions) takeAgent(id string) (ag *agentState, owner bool) {
 	return ag, owner
 }
 
-// decodeAgent reads a packed subagent.
-func (c *closedSessions) decodeAgent(b string) (*agentState, bool) {
-	u := unpacker{strs: c.strs, b: []byte(b)}
+// decodeAgent reads a packed subagent, whose shared strings are in strs,
+// and whether it was byTool's subagent for its call.
+func decodeAgent(b string, strs []string) (*agentState, bool) {
+	u := unpacker{strs: strs, b: []byte(b)}
 	ag := &agentState{id: u.inline(), sessionID: u.id(), agentType: u.str(), description: u.inline(), toolUseID: u.inline()}
 	flags := u.byte()
 	ag.warmup, ag.warmupKnown = flags&agentWarmup != 0, flags&agentWarmupKnown != 0
@@ -156,18 +156,6 @@ func (c *closedSessions) decodeAgent(b string) (*agentState, bool) {
 		panic(u.err) // packed by putAgent on this goroutine: it cannot be damaged
 	}
 	return ag, flags&agentOwnsTool != 0
-}
-
-// packedAgentList yields the packed subagents, in no order.
-func (c *closedSessions) packedAgentList() iter.Seq[*agentState] {
-	return func(yield func(*agentState) bool) {
-		for _, b := range c.agents.byID {
-			ag, _ := c.decodeAgent(b)
-			if !yield(ag) {
-				return
-			}
-		}
-	}
 }
 
 func (c *closedSessions) agentsLen() int { return len(c.agents.byID) }

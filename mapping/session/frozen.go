@@ -21,11 +21,12 @@ import (
 	"encoding/binary"
 	"errors"
 	"maps"
+	"slices"
 	"time"
 )
 
 // Frozen is a State taken by Freeze; read it with Head, EachSession,
-// EachDoneRequest and EachSeenKey, from any one goroutine.
+// EachDoneRequest, EachSeenKey and EachAgent, from any one goroutine.
 type Frozen struct {
 	head State
 	// sessions holds the packed sessions, n of them; strs their strings
@@ -35,7 +36,11 @@ type Frozen struct {
 	strs     []string
 	turns    []*Turn
 	closed   packedClosed
-	done     doneIndex
+	// agents are copies of the unpacked subagents, packedAgents the
+	// packed ones (their strings are closed.strs).
+	agents       []AgentState
+	packedAgents []string
+	done         doneIndex
 	seen     keySet
 }
 
@@ -53,6 +58,11 @@ func (a *Assembler) Freeze() *Frozen {
 		p.session(s)
 	}
 	f.closed = a.closed.freeze()
+	f.agents = make([]AgentState, 0, len(a.agents))
+	for _, ag := range a.agents {
+		f.agents = append(f.agents, ag.state())
+	}
+	f.packedAgents = slices.AppendSeq(make([]string, 0, len(a.closed.agents.byID)), maps.Values(a.closed.agents.byID))
 	f.done, f.seen = a.done.freeze(), a.seen.freeze()
 	return f
 }
@@ -90,6 +100,24 @@ func (f *Frozen) EachDoneRequest(n int, fn func([]DoneRequest) error) error {
 // time, in a buffer fn must not keep; it stops at fn's first error.
 func (f *Frozen) EachSeenKey(n int, fn func([]uint64) error) error {
 	return eachBatch(f.seen.all(), n, fn)
+}
+
+// EachAgent calls fn with the subagents, at most n at a time, in a buffer
+// fn must not keep; it stops at fn's first error.
+func (f *Frozen) EachAgent(n int, fn func([]AgentState) error) error {
+	all := func(yield func(AgentState) bool) {
+		for _, ag := range f.agents {
+			if !yield(ag) {
+				return
+			}
+		}
+		for _, b := range f.packedAgents {
+			if ag, _ := decodeAgent(b, f.closed.strs); !yield(ag.state()) {
+				return
+			}
+		}
+	}
+	return eachBatch(all, n, fn)
 }
 
 // freezeCopyMax is the most recent entries a freeze copies: past it, it

@@ -26,6 +26,9 @@ func gathered(t *testing.T, f *Frozen) State {
 	if err := f.EachDoneRequest(7, func(ds []DoneRequest) error { st.DoneRequests = append(st.DoneRequests, ds...); return nil }); err != nil {
 		t.Fatal(err)
 	}
+	if err := f.EachAgent(7, func(as []AgentState) error { st.Agents = append(st.Agents, as...); return nil }); err != nil {
+		t.Fatal(err)
+	}
 	if err := f.EachSeenKey(7, func(ks []uint64) error { st.SeenKeys = append(st.SeenKeys, ks...); return nil }); err != nil {
 		t.Fatal(err)
 	}

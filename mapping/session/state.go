@@ -151,6 +151,10 @@ type AgentState struct {
 // Call it between Adds.
 func (a *Assembler) State() State {
 	st := a.StateHead()
+	st.Agents = make([]AgentState, 0, len(a.agents)+a.closed.agentsLen())
+	for ag := range a.agentStates() {
+		st.Agents = append(st.Agents, ag)
+	}
 	// Sized up front: a history's state is large, and growing these by
 	// doubling would be most of a snapshot's garbage.
 	st.Sessions = make([]SessionState, 0, len(a.sessions)+a.closed.len())
@@ -172,14 +176,14 @@ func (a *Assembler) State() State {
 	return st
 }
 
-// StateHead is State without its three largest parts, one element per
-// session, per request counted and per line seen: Sessions, DoneRequests
-// and SeenKeys are nil. With EachSession, EachDoneRequest and EachSeenKey it
-// gives the whole state without holding a copy of the first two at once.
+// StateHead is State without its four largest parts, one element per
+// session, per request counted, per line seen and per subagent: Sessions,
+// DoneRequests, SeenKeys and Agents are nil. With EachSession,
+// EachDoneRequest, EachSeenKey and EachAgent it gives the whole state
+// without holding a copy of any of them at once.
 func (a *Assembler) StateHead() State {
 	st := State{Version: StateVersion, Seq: a.seq, Stats: a.stats,
-		Requests: make([]RequestState, 0, len(a.requests)),
-		Agents:   make([]AgentState, 0, len(a.agents)+a.closed.agentsLen())}
+		Requests: make([]RequestState, 0, len(a.requests))}
 	for _, r := range a.requests {
 		// The advisor slice is copied: a better line rewrites it in place,
 		// and a frozen state is read while the assembler goes on.
@@ -205,13 +209,31 @@ func (a *Assembler) StateHead() State {
 	for id, e := range a.early {
 		st.Early = append(st.Early, EarlyState{ID: id, IsError: e.isError, T: e.t, Task: e.task, Rejected: e.rejected, Edit: e.edit, PRURL: e.prURL})
 	}
-	for _, ag := range a.agents {
-		st.Agents = append(st.Agents, ag.state())
-	}
-	for ag := range a.closed.packedAgentList() {
-		st.Agents = append(st.Agents, ag.state())
-	}
 	return st
+}
+
+// agentStates yields the subagents as State.Agents holds them, unpacked
+// and packed.
+func (a *Assembler) agentStates() iter.Seq[AgentState] {
+	return func(yield func(AgentState) bool) {
+		for _, ag := range a.agents {
+			if !yield(ag.state()) {
+				return
+			}
+		}
+		for _, b := range a.closed.agents.byID {
+			if ag, _ := decodeAgent(b, a.closed.strs); !yield(ag.state()) {
+				return
+			}
+		}
+	}
+}
+
+// EachAgent calls fn with the subagents (State.Agents), at most n at a
+// time, in a buffer fn must not keep; it stops at fn's first error. Call
+// it between Adds.
+func (a *Assembler) EachAgent(n int, fn func([]AgentState) error) error {
+	return eachBatch(a.agentStates(), n, fn)
 }
 
 // EachSeenKey calls fn with the keys of the lines seen (State.SeenKeys),
