@@ -19,7 +19,7 @@ package session
 
 import (
 	"encoding/binary"
-		"time"
+	"time"
 )
 
 // packedAgents are the packed subagents of closed sessions.

@@ -41,7 +41,7 @@ type Frozen struct {
 	agents       []AgentState
 	packedAgents []string
 	done         doneIndex
-	seen     keySet
+	seen         keySet
 }
 
 // Freeze returns the assembler's state as it is now, for reading while the
