@@ -151,15 +151,15 @@ type Watcher struct {
 	done   chan struct{}
 	wg     sync.WaitGroup
 
-	scanMu sync.Mutex // serialises Scan; guards the three below
-	// desired is the watchable directories the current Scan found (kept
-	// between scans to reuse its memory).
-	desired   map[string]bool
+	scanMu    sync.Mutex // serialises Scan; guards the one below
 	lastCount int
 
 	mu      sync.Mutex // guards everything below
-	watched map[string]uint64
+	watched map[string]watchMark
 	seq     uint64 // bumped on every watch added
+	// mark is the mark of the current Scan's walk, or of its check of the
+	// watch list (watchMark.mark).
+	mark    uint64
 	closed  bool
 	last    time.Time // when the last periodic or requested rescan ran
 	scanned bool      // last is set
@@ -201,7 +201,7 @@ func New(cfg Config) (*Watcher, error) {
 		events:          make(chan Event, eventBuffer),
 		rescan:          make(chan struct{}, 1),
 		done:            make(chan struct{}),
-		watched:         map[string]uint64{},
+		watched:         map[string]watchMark{},
 	}
 	if w.interval == 0 {
 		w.interval = DefaultRescanInterval

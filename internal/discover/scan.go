@@ -55,12 +55,8 @@ func (w *Watcher) ScanEach(fn func(File)) error {
 func (w *Watcher) scan(fn func(File)) ([]File, error) {
 	w.scanMu.Lock()
 	defer w.scanMu.Unlock()
-	startSeq := w.syncWatchList()
+	startSeq, mark := w.syncWatchList()
 
-	if w.desired == nil {
-		w.desired = map[string]bool{}
-	}
-	clear(w.desired)
 	var files []File
 	found := 0
 	emit := func(f File) {
@@ -78,7 +74,7 @@ func (w *Watcher) scan(fn func(File)) ([]File, error) {
 		fi, err := os.Stat(projects)
 		switch {
 		case err == nil && fi.IsDir():
-			wk := walker{w: w, desired: w.desired, file: emit}
+			wk := walker{w: w, file: emit}
 			wk.walkProjects(projects, runtime.GOMAXPROCS(0))
 			errs = append(errs, wk.errs...)
 			blind = blind || wk.blind
@@ -88,9 +84,6 @@ func (w *Watcher) scan(fn func(File)) ([]File, error) {
 			// A root that does not exist (or could not be watched) is
 			// seen by the rescan only.
 			ri, rerr := os.Stat(root)
-			if rerr == nil && ri.IsDir() {
-				w.desired[root] = true
-			}
 			if rerr != nil || !ri.IsDir() || !w.watch(root) {
 				blind = true
 			}
@@ -99,7 +92,7 @@ func (w *Watcher) scan(fn func(File)) ([]File, error) {
 			blind = true
 		}
 	}
-	w.unwatchStale(w.desired, startSeq)
+	w.unwatchStale(mark, startSeq)
 
 	if fn == nil {
 		// One root's walk is sorted already (see sortEntries); roots may
@@ -137,8 +130,6 @@ func strictlySorted(files []File) bool {
 // walker is the state of one walk.
 type walker struct {
 	w *Watcher
-	// desired, when not nil, records the watchable directories found.
-	desired map[string]bool
 	// file is called for every matching regular file, in path order.
 	file func(File)
 	errs []error
@@ -160,8 +151,8 @@ type stat struct {
 
 // walk visits dir, whose place below projects/ is parts, and everything
 // under it except tool-results/ dirs and symlinks. A directory the layout
-// names (see watchable) is watched before it is read and, when desired is
-// not nil, recorded in it. Files are stat'ed relative to their open
+// names (see watchable) is watched before it is read (which marks it
+// found: watchMark). Files are stat'ed relative to their open
 // directory, then the directory is closed before its subdirectories are
 // walked, so at most one directory is open at a time. Directories that
 // vanish are skipped silently; other read errors are kept in errs.
@@ -199,11 +190,10 @@ func (wk *walker) walkProjects(projects string, n int) {
 	}
 	entries, watched := wk.enter(projects, nil)
 	type sub struct {
-		files   []File
-		errs    []error
-		blind   bool
-		desired map[string]bool
-		done    chan struct{}
+		files []File
+		errs  []error
+		blind bool
+		done  chan struct{}
 	}
 	subs := make([]sub, len(entries))
 	for i, e := range entries {
@@ -238,10 +228,6 @@ func (wk *walker) walkProjects(projects string, n int) {
 				default:
 				}
 				sw := walker{w: wk.w, file: func(f File) { s.files = append(s.files, f) }}
-				if wk.desired != nil {
-					s.desired = map[string]bool{}
-					sw.desired = s.desired
-				}
 				name := entries[i].Name()
 				sw.walk(projects+string(filepath.Separator)+name, []string{name})
 				s.errs, s.blind = sw.errs, sw.blind
@@ -259,9 +245,6 @@ func (wk *walker) walkProjects(projects string, n int) {
 			}
 			wk.errs = append(wk.errs, s.errs...)
 			wk.blind = wk.blind || s.blind
-			for d := range s.desired {
-				wk.desired[d] = true
-			}
 			select {
 			case spare <- s.files[:0]:
 			default:
@@ -281,14 +264,11 @@ func (wk *walker) walkProjects(projects string, n int) {
 	wk.found = wk.found[:0]
 }
 
-// enter watches dir when the layout names it (see watchable; recording it
-// in desired), then lists it with readDir. A directory that vanished lists
+// enter watches dir when the layout names it (see watchable; marking it
+// found), then lists it with readDir. A directory that vanished lists
 // nothing; other read errors are kept in errs.
 func (wk *walker) enter(dir string, parts []string) (entries []fs.DirEntry, watched bool) {
 	if watchable(parts) {
-		if wk.desired != nil {
-			wk.desired[dir] = true
-		}
 		watched = wk.w.watch(dir)
 		wk.blind = wk.blind || !watched
 	}

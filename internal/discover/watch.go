@@ -15,13 +15,21 @@ import (
 // watch adds a watch on dir unless it has one, the watcher is polling
 // only, closed, or past its watch limit, and reports whether dir has a
 // watch now.
+//
+// A directory a Scan's walk names this way is marked as found (see
+// watchMark), so that the Scan keeps its watch.
 func (w *Watcher) watch(dir string) bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	m, ok := w.watched[dir]
+	if ok {
+		m.mark = w.mark
+		w.watched[dir] = m
+	}
 	if w.fsw == nil || w.closed || w.stats.Fallback {
 		return false
 	}
-	if _, ok := w.watched[dir]; ok {
+	if ok {
 		return true
 	}
 	var err error
@@ -34,7 +42,7 @@ func (w *Watcher) watch(dir string) bool {
 	switch {
 	case err == nil:
 		w.seq++
-		w.watched[dir] = w.seq
+		w.watched[dir] = watchMark{seq: w.seq, mark: w.mark}
 		return true
 	case errors.Is(err, fs.ErrNotExist), errors.Is(err, syscall.ENOTDIR):
 		// Gone or replaced under us: the rescan will tell.
@@ -57,33 +65,49 @@ func isWatchLimit(err error) bool {
 	return errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EMFILE) || errors.Is(err, syscall.ENFILE)
 }
 
+// watchMark is what the watcher knows of a watched directory: seq, when
+// its watch was added (Watcher.seq), and mark, the last Scan walk that
+// found it or check of the watch list that saw it (Watcher.mark). A Scan
+// used to gather the directories it found in a set of its own, and the
+// watch list in another: at 100,000 directories (a subagents/ dir per
+// session, and the session's dir), two more maps of as many paths, kept
+// between scans (12 MB), and built even for a one-shot, which watches
+// nothing.
+type watchMark struct{ seq, mark uint64 }
+
 // syncWatchList forgets watches the watcher dropped on its own (a watched
 // directory deleted or moved while its events were lost), so Scan adds
-// them again, and returns the current watch sequence number.
-func (w *Watcher) syncWatchList() uint64 {
+// them again. It returns the current watch sequence number and the mark
+// of the walk that follows.
+func (w *Watcher) syncWatchList() (seq, mark uint64) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	w.mark++
 	if w.fsw != nil && !w.closed {
-		live := map[string]bool{}
 		for _, p := range w.fsw.WatchList() {
-			live[p] = true
+			if m, ok := w.watched[p]; ok {
+				m.mark = w.mark
+				w.watched[p] = m
+			}
 		}
-		for p := range w.watched {
-			if !live[p] {
+		for p, m := range w.watched {
+			if m.mark != w.mark {
 				delete(w.watched, p)
 			}
 		}
 	}
-	return w.seq
+	w.mark++
+	return w.seq, w.mark
 }
 
-// unwatchStale removes the watches of directories a Scan did not find,
-// except those added after the Scan started (by the event goroutine).
-func (w *Watcher) unwatchStale(desired map[string]bool, startSeq uint64) {
+// unwatchStale removes the watches of directories the Scan whose walk
+// marked what it found with mark did not find, except those added after
+// the Scan started (by the event goroutine).
+func (w *Watcher) unwatchStale(mark, startSeq uint64) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	for p, seq := range w.watched {
-		if !desired[p] && seq <= startSeq {
+	for p, m := range w.watched {
+		if m.mark != mark && m.seq <= startSeq {
 			w.unwatchLocked(p)
 		}
 	}
