@@ -258,7 +258,7 @@ func (r *reader) sync(found []discover.File, visit func(*fileState, discover.Fil
 			f = r.files[next]
 			next++
 		} else {
-			if f = r.add(fi.Path); f == nil {
+			if f = r.add(fi.Path, fi.Dir); f == nil {
 				continue
 			}
 			next = r.index(fi.Path) + 1
@@ -307,8 +307,9 @@ func (r *reader) index(p string) int {
 }
 
 // add registers a transcript file if it is new and returns it (nil when
-// the path is under no root's projects/ dir).
-func (r *reader) add(p string) *fileState {
+// the path is under no root's projects/ dir). dir, when not "", is p's
+// directory as a scan gave it (discover.File.Dir), to share.
+func (r *reader) add(p, dir string) *fileState {
 	i, ok := r.search(p)
 	if ok {
 		return r.files[i]
@@ -317,7 +318,7 @@ func (r *reader) add(p string) *fileState {
 	if !ok {
 		return nil
 	}
-	f := r.newFileState(p, rel)
+	f := r.newFileState(p, rel, dir)
 	if e, ok := r.restored[p]; ok {
 		if fp, ok := checkpoint.EntryFingerprint(e); ok {
 			f.offset = e.Counted

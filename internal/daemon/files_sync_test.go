@@ -78,7 +78,7 @@ func TestSyncKeepsFoundFilesAddsNewOnesAndDropsVanishedOnes(t *testing.T) {
 			cfg := &Config{ClaudeDirs: []string{root}}
 			rd := newReader(cfg, slog.New(slog.DiscardHandler), prom.NewSelf(prometheus.NewRegistry()), nil, transcript.Options{}, time.Now)
 			for _, rel := range tt.before {
-				rd.add(abs(rel)).offset = 10
+				rd.add(abs(rel), "").offset = 10
 			}
 			for _, rel := range tt.restored {
 				rd.restored[abs(rel)] = checkpoint.Entry{Path: abs(rel), Counted: 20, Fingerprint: strings.Repeat("ab", 32), FPLen: 1}
@@ -190,7 +190,7 @@ func TestFileEntryTellsItsPlaceInTheTree(t *testing.T) {
 		{projects + "/-q//./s3.jsonl", "-q/s3.jsonl", "s3", session.SourceSession},
 	}
 	for _, tt := range tests {
-		f := rd.add(tt.path)
+		f := rd.add(tt.path, "")
 		if f == nil {
 			t.Fatalf("%s: not added", tt.path)
 		}
@@ -234,7 +234,7 @@ func TestTableHoldsAFileInAbout105Bytes(t *testing.T) {
 	runtime.GC()
 	runtime.ReadMemStats(&before)
 	for _, p := range paths {
-		if rd.add(p) == nil {
+		if rd.add(p, "") == nil {
 			t.Fatalf("%s: not added", p)
 		}
 	}
@@ -272,7 +272,7 @@ func TestSubagentMetaIsKeptBesideTheTableAndGoesWithItsFile(t *testing.T) {
 	with, without := filepath.Join(dir, "agent-1.jsonl"), filepath.Join(dir, "agent-2.jsonl")
 	writeFileT(t, with, "")
 	writeFileT(t, without, "")
-	f, g := rd.add(with), rd.add(without)
+	f, g := rd.add(with, ""), rd.add(without, "")
 	if src := rd.source(f); src.AgentType != "" {
 		t.Fatalf("source before the meta was read: type %q", src.AgentType)
 	}
@@ -293,7 +293,7 @@ func TestSubagentMetaIsKeptBesideTheTableAndGoesWithItsFile(t *testing.T) {
 	if len(rd.metas) != 0 || rd.find(with) != nil {
 		t.Errorf("after a scan without %s: metas %v", with, rd.metas)
 	}
-	f = rd.add(with)
+	f = rd.add(with, "")
 	rd.readMeta(f)
 	rd.drop(with)
 	if len(rd.metas) != 0 {

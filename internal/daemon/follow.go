@@ -71,7 +71,7 @@ func (f *follower) hint(ev discover.Event) {
 		f.rd.drop(ev.Path)
 		return
 	}
-	if fs := f.rd.add(ev.Path); fs != nil {
+	if fs := f.rd.add(ev.Path, ""); fs != nil {
 		f.rd.readNew(fs, false)
 	}
 }

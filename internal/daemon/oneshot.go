@@ -294,7 +294,7 @@ func (r *reader) streamFiles(w *discover.Watcher, log *slog.Logger) iter.Seq[*fi
 				}
 				r.streamed++
 				r.self.FilesWatched.Set(float64(r.streamed))
-				f := r.newFileState(fi.Path, rel)
+				f := r.newFileState(fi.Path, rel, fi.Dir)
 				f.set(flagStreamed)
 				if order.next(f, emit); !more {
 					return

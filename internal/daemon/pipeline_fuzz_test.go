@@ -111,7 +111,7 @@ func (p *pipe) build() {
 	p.dec = transcript.NewDecoder(p.rd.decOpts)
 	p.files = p.files[:0]
 	for _, rel := range pipeFiles {
-		p.files = append(p.files, p.rd.newFileState(filepath.Join(p.cfg.ClaudeDirs[0], "projects", rel), rel))
+		p.files = append(p.files, p.rd.newFileState(filepath.Join(p.cfg.ClaudeDirs[0], "projects", rel), rel, ""))
 	}
 }
 

@@ -96,7 +96,11 @@ type Event struct {
 
 // File is one transcript found by Scan.
 type File struct {
-	Path    string
+	Path string
+	// Dir is the directory Path is in, as a scan walked (and watched) it:
+	// a string of its own that a caller keeping the directory may share
+	// rather than copy out of Path ("" when unknown).
+	Dir     string
 	Size    int64
 	ModTime time.Time
 	// Dev and Ino identify the file where the platform says (Unix); both

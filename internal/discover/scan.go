@@ -168,7 +168,7 @@ func (wk *walker) walk(dir string, parts []string) {
 			continue
 		}
 		if st := wk.found[next]; st.ok {
-			st.f.Path = wk.path(dir, name)
+			st.f.Path, st.f.Dir = wk.path(dir, name), dir
 			wk.file(st.f)
 			wk.blind = wk.blind || !watched
 		}
@@ -254,7 +254,7 @@ func (wk *walker) walkProjects(projects string, n int) {
 			continue
 		}
 		if st := wk.found[found]; st.ok {
-			st.f.Path = wk.path(projects, e.Name())
+			st.f.Path, st.f.Dir = wk.path(projects, e.Name()), projects
 			wk.file(st.f)
 			wk.blind = wk.blind || !watched
 		}

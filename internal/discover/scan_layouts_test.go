@@ -72,6 +72,9 @@ func TestScanFindsEveryLayoutAndSkipsTheRest(t *testing.T) {
 		if runtime.GOOS != "windows" && f.Ino == 0 {
 			t.Errorf("%s: no inode", f.Path)
 		}
+		if f.Dir != filepath.Dir(f.Path) {
+			t.Errorf("%s: dir %q, want %q", f.Path, f.Dir, filepath.Dir(f.Path))
+		}
 	}
 }
 
