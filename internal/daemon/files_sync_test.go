@@ -262,8 +262,9 @@ func TestTableHoldsAFileInAbout105Bytes(t *testing.T) {
 // TestSubagentMetaIsKeptBesideTheTableAndGoesWithItsFile: a subagent's
 // .meta.json, read after the file's first records were assembled, gives
 // its type to the next record's source; a file without one keeps nothing;
-// and a file dropped from the table (a rescan without it, or a removal)
-// takes its meta along.
+// the meta goes once the file's read is done and comes back with the next
+// read; and a file dropped from the table (a rescan without it, or a
+// removal) takes its meta along.
 func TestSubagentMetaIsKeptBesideTheTableAndGoesWithItsFile(t *testing.T) {
 	root := t.TempDir()
 	cfg := &Config{ClaudeDirs: []string{root}}
@@ -288,6 +289,17 @@ func TestSubagentMetaIsKeptBesideTheTableAndGoesWithItsFile(t *testing.T) {
 	}
 	if len(rd.metas) != 1 || rd.meta(g) != nil || !g.has(flagMetaRead) {
 		t.Errorf("metas %v: want only %s's", rd.metas, with)
+	}
+	// Once the file's read is done the meta goes, and the next read
+	// (lines appended) reads it again.
+	rd.readDone(f)
+	if len(rd.metas) != 0 || f.has(flagMetaRead) {
+		t.Errorf("after the read: metas %v, read flag %v; want none", rd.metas, f.has(flagMetaRead))
+	}
+	gen = rd.metaGen.Load()
+	rd.readMeta(f)
+	if src := rd.source(f); src.AgentType != "Explore" || rd.metaGen.Load() == gen {
+		t.Errorf("source at the next read: %+v (meta generation moved: %v)", src, rd.metaGen.Load() != gen)
 	}
 	rd.sync([]discover.File{{Path: without}}, nil)
 	if len(rd.metas) != 0 || rd.find(with) != nil {
