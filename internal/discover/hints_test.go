@@ -3,6 +3,7 @@ package discover
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 )
 
@@ -236,4 +237,50 @@ func waitRescan(t *testing.T, w *Watcher) {
 	case <-timeAfterLimit():
 		t.Fatalf("no rescan requested within %v", waitLimit)
 	}
+}
+
+// TestSessionDirIsWatchedOnlyUntilItsSubagentsDirIs: a session's dir is
+// watched to see its subagents/ appear; once subagents/ has a watch of its
+// own the session's is left out (half of all watches on a tree of
+// subagents). A subagents/ removed asks for a rescan, which watches the
+// session again, so a subagents/ made anew, and its files, are hinted.
+func TestSessionDirIsWatchedOnlyUntilItsSubagentsDirIs(t *testing.T) {
+	root := t.TempDir()
+	projects := filepath.Join(root, "projects")
+	sess := filepath.Join(projects, "-p", "s")
+	writeFile(t, filepath.Join(sess, "subagents", "agent-a.jsonl"), "{}\n")
+	writeFile(t, filepath.Join(projects, "-p", "t.jsonl"), "{}\n")
+	mkdir(t, filepath.Join(projects, "-p", "t"))
+	w := newTestWatcher(t, Config{Roots: []string{root}})
+	mustScan(t, w)
+	drainRescan(w)
+	want := []string{projects, filepath.Join(projects, "-p"), filepath.Join(sess, "subagents"), filepath.Join(projects, "-p", "t")}
+	slices.Sort(want)
+	if got := watchedDirs(w); !slices.Equal(got, want) {
+		t.Fatalf("watched:\n got %q\nwant %q", got, want)
+	}
+
+	// A session without subagents/ yet sees it appear.
+	writeFile(t, filepath.Join(projects, "-p", "t", "subagents", "agent-b.jsonl"), "{}\n")
+	waitEvents(t, w, Event{Path: filepath.Join(projects, "-p", "t", "subagents", "agent-b.jsonl"), Op: Changed})
+	// The next scan leaves its session's dir out too, and keeps the rest.
+	waitRescan(t, w)
+	mustScan(t, w)
+	want = []string{projects, filepath.Join(projects, "-p"), filepath.Join(sess, "subagents"), filepath.Join(projects, "-p", "t", "subagents")}
+	slices.Sort(want)
+	if got := watchedDirs(w); !slices.Equal(got, want) {
+		t.Fatalf("once the second session's subagents/ is there, watched:\n got %q\nwant %q", got, want)
+	}
+
+	// subagents/ removed, then made anew.
+	if err := os.RemoveAll(filepath.Join(sess, "subagents")); err != nil {
+		t.Fatal(err)
+	}
+	waitRescan(t, w)
+	mustScan(t, w)
+	if got := watchedDirs(w); !slices.Contains(got, sess) {
+		t.Fatalf("after subagents/ went, the session's dir is not watched: %q", got)
+	}
+	writeFile(t, filepath.Join(sess, "subagents", "agent-c.jsonl"), "{}\n")
+	waitEvents(t, w, Event{Path: filepath.Join(sess, "subagents", "agent-c.jsonl"), Op: Changed})
 }

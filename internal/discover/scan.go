@@ -268,6 +268,9 @@ func (wk *walker) walkProjects(projects string, n int) {
 // found), then lists it with readDir. A directory that vanished lists
 // nothing; other read errors are kept in errs.
 func (wk *walker) enter(dir string, parts []string) (entries []fs.DirEntry, watched bool) {
+	if len(parts) == 2 {
+		return wk.enterSession(dir)
+	}
 	if watchable(parts) {
 		watched = wk.w.watch(dir)
 		wk.blind = wk.blind || !watched
@@ -278,6 +281,34 @@ func (wk *walker) enter(dir string, parts []string) (entries []fs.DirEntry, watc
 	}
 	return entries, watched
 }
+
+// enterSession is enter for a directory <enc>/<session>/, which holds no
+// transcripts of its own: it is watched to see its subagents/ appear, and
+// only until then. Once subagents/ is there (with a watch of its own),
+// the session's watch is left out, and the scan drops it (a removed
+// subagents/ asks for a rescan, which watches the session again): at
+// 50,000 sessions with subagents it was half of all watches (the watch
+// keys, the watcher's and fsnotify's maps: 10 MB, and the kernel's).
+// It lists dir first, so a subagents/ made between the listing and the
+// watch is met by asking for a rescan.
+func (wk *walker) enterSession(dir string) (entries []fs.DirEntry, watched bool) {
+	entries, err := wk.readDir(dir)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, syscall.ENOTDIR) {
+		wk.errs = append(wk.errs, err)
+	}
+	if err == nil && slices.ContainsFunc(entries, func(e fs.DirEntry) bool { return e.IsDir() && e.Name() == subagentsDir }) {
+		return entries, false
+	}
+	watched = wk.w.watch(dir)
+	wk.blind = wk.blind || !watched
+	if fi, err := os.Lstat(filepath.Join(dir, subagentsDir)); watched && err == nil && fi.IsDir() {
+		wk.w.signalRescan()
+	}
+	return entries, watched
+}
+
+// subagentsDir holds a session's subagent transcripts (Claude Code 2.1.2+).
+const subagentsDir = "subagents"
 
 // readDir lists dir's subdirectories to walk and its matching files, in
 // path order, and stats the files (onto the found stack, one slot per
@@ -357,7 +388,8 @@ func sortEntries(entries []fs.DirEntry) {
 
 // watchable reports whether a directory below projects/ gets a watch,
 // from its path parts below projects/ (none for projects/ itself):
-// projects/, <enc>/, <enc>/<session>/ (to see subagents/ appear),
+// projects/, <enc>/, <enc>/<session>/ (to see subagents/ appear; only
+// until it does, enterSession),
 // <session>/subagents/, subagents/workflows/ and workflows/<wf>/.
 // Anything deeper is found by the rescan only.
 func watchable(parts []string) bool {

@@ -26,12 +26,12 @@ func TestScanWatchesLayoutDirectoriesOnly(t *testing.T) {
 	want := []string{
 		p,
 		filepath.Join(p, "-p"),
-		filepath.Join(p, "-p", "s1"),
 		filepath.Join(p, "-p", "s1", "subagents"),
 		filepath.Join(p, "-p", "s1", "subagents", "workflows"),
 		filepath.Join(p, "-p", "s1", "subagents", "workflows", "wf"),
 	}
-	// Not watched: tool-results/, <session>/other/, workflows/wf/deeper/.
+	// Not watched: tool-results/, <session>/other/, workflows/wf/deeper/,
+	// and the session's dir, which has its subagents/ already.
 	slices.Sort(want)
 	if got := watchedDirs(w); !slices.Equal(got, want) {
 		t.Errorf("watched:\n got %q\nwant %q", got, want)
@@ -40,14 +40,13 @@ func TestScanWatchesLayoutDirectoriesOnly(t *testing.T) {
 		t.Errorf("Stats = %+v, want %d dirs, no fallback, no errors", st, len(want))
 	}
 
-	// A directory that went is unwatched by the next Scan.
+	// A directory that went is unwatched by the next Scan, and the
+	// session's dir is watched again to see a subagents/ come back.
 	if err := os.RemoveAll(filepath.Join(p, "-p", "s1", "subagents")); err != nil {
 		t.Fatal(err)
 	}
 	mustScan(t, w)
-	want = slices.DeleteFunc(want, func(d string) bool {
-		return d != p && d != filepath.Join(p, "-p") && d != filepath.Join(p, "-p", "s1")
-	})
+	want = []string{p, filepath.Join(p, "-p"), filepath.Join(p, "-p", "s1")}
 	if got := watchedDirs(w); !slices.Equal(got, want) {
 		t.Errorf("after removal, watched:\n got %q\nwant %q", got, want)
 	}
