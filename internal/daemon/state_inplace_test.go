@@ -22,14 +22,7 @@ import (
 // table and counters.
 func TestStateWrittenInPlaceRestoresLikeACopy(t *testing.T) {
 	now := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
-	roots, err := filepath.Glob(filepath.Join("..", "..", "testdata", "corpus", "*", "projects"))
-	if err != nil || len(roots) == 0 {
-		t.Fatalf("no corpus trees: %v", err)
-	}
-	cfg := NewConfig()
-	for _, r := range roots {
-		cfg.ClaudeDirs = append(cfg.ClaudeDirs, filepath.Dir(r))
-	}
+	cfg := corpusConfig(t)
 	build := func() (*prom.Metrics, *session.Assembler, *metrics.Mapper, *reader) { return stateParts(&cfg, now) }
 	usage, asm, mapper, rd := build()
 	files, err := scanTable(&cfg, rd)
@@ -91,6 +84,20 @@ func TestStateWrittenInPlaceRestoresLikeACopy(t *testing.T) {
 	}
 }
 
+// corpusConfig is a daemon config over every tree of testdata/corpus.
+func corpusConfig(t *testing.T) Config {
+	t.Helper()
+	roots, err := filepath.Glob(filepath.Join("..", "..", "testdata", "corpus", "*", "projects"))
+	if err != nil || len(roots) == 0 {
+		t.Fatalf("no corpus trees: %v", err)
+	}
+	cfg := NewConfig()
+	for _, r := range roots {
+		cfg.ClaudeDirs = append(cfg.ClaudeDirs, filepath.Dir(r))
+	}
+	return cfg
+}
+
 // canonical sorts a state's unordered slices.
 func canonical(st session.State) session.State {
 	slices.SortFunc(st.Sessions, func(a, b session.SessionState) int { return cmp.Compare(a.ID, b.ID) })
@@ -112,14 +119,7 @@ func canonical(st session.State) session.State {
 // (version 5) holds them in the assembler's head; it restores them.
 func TestVersion4StateRestoresItsSubagents(t *testing.T) {
 	now := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
-	roots, err := filepath.Glob(filepath.Join("..", "..", "testdata", "corpus", "*", "projects"))
-	if err != nil || len(roots) == 0 {
-		t.Fatalf("no corpus trees: %v", err)
-	}
-	cfg := NewConfig()
-	for _, r := range roots {
-		cfg.ClaudeDirs = append(cfg.ClaudeDirs, filepath.Dir(r))
-	}
+	cfg := corpusConfig(t)
 	cfg.StateFile = filepath.Join(t.TempDir(), "state")
 	usage, asm, mapper, rd := stateParts(&cfg, now)
 	files, err := scanTable(&cfg, rd)

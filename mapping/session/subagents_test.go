@@ -277,6 +277,18 @@ func TestSubagentTimes(t *testing.T) {
 	}
 }
 
+// The Explore subagent of the tests below, launched by its Task call in
+// session sess.
+const (
+	exploreAgent  = "a2244978809bf394d"
+	exploreTaskID = "toolu_01Dz2Z5Ldkq7148yyi1kACKL"
+)
+
+func exploreTaskCall(sess string) string {
+	return A{UUID: "a1", Parent: "u1", Session: sess, Sec: 1, Msg: "msg_task", Req: "req_task", In: 3, Out: 150, Stop: "tool_use",
+		Blocks: blocks(taskUseB(exploreTaskID, "Explore", "Scan the views"))}.String()
+}
+
 // TestTaskCallIsKeptOnlyAsDoneOnceItsSubagentIsKnown: a Task call was kept
 // whole for the daemon's life so that a subagent read later could take its
 // type and description from it: every Task call of a history stayed (16 MB
@@ -285,14 +297,8 @@ func TestSubagentTimes(t *testing.T) {
 // own lines, read after, and a resumed session's copy of the call and its
 // result count as before.
 func TestTaskCallIsKeptOnlyAsDoneOnceItsSubagentIsKnown(t *testing.T) {
-	const (
-		agent  = "a2244978809bf394d"
-		taskID = "toolu_01Dz2Z5Ldkq7148yyi1kACKL"
-	)
-	call := func(sess string) string {
-		return A{UUID: "a1", Parent: "u1", Session: sess, Sec: 1, Msg: "msg_task", Req: "req_task", In: 3, Out: 150, Stop: "tool_use",
-			Blocks: blocks(taskUseB(taskID, "Explore", "Scan the views"))}.String()
-	}
+	const agent, taskID = exploreAgent, exploreTaskID
+	call := exploreTaskCall
 	result := func(sess string) string {
 		return U{UUID: "r1", Parent: "a1", Session: sess, Sec: 60, Blocks: blocks(toolResultB(taskID, false)), ToolUseResult: taskResult(agent, "Explore")}.String()
 	}
@@ -370,14 +376,8 @@ func TestSubagentOutBeforeItsCallTakesTheCallsType(t *testing.T) {
 // lines appended to its file (the same subagent, its type, no second
 // span), and a state file, which keeps it and restores it packed.
 func TestSubagentsOfClosedSessionsArePackedAndWakeForALateLine(t *testing.T) {
-	const (
-		agent  = "a2244978809bf394d"
-		taskID = "toolu_01Dz2Z5Ldkq7148yyi1kACKL"
-	)
-	call := func(sess string) string {
-		return A{UUID: "a1", Parent: "u1", Session: sess, Sec: 1, Msg: "msg_task", Req: "req_task", In: 3, Out: 150, Stop: "tool_use",
-			Blocks: blocks(taskUseB(taskID, "Explore", "Scan the views"))}.String()
-	}
+	const agent, taskID = exploreAgent, exploreTaskID
+	call := exploreTaskCall
 	f := newFeeder(t, Config{IdleTimeout: 30 * time.Minute})
 	f.files(at(0),
 		file{sessionPath(sessA), []string{U{UUID: "u1", Sec: 0, Text: "Scan the views."}.String(), call(sessA),
