@@ -251,10 +251,18 @@ func TestSessionDirIsWatchedOnlyUntilItsSubagentsDirIs(t *testing.T) {
 	writeFile(t, filepath.Join(sess, "subagents", "agent-a.jsonl"), "{}\n")
 	writeFile(t, filepath.Join(projects, "-p", "t.jsonl"), "{}\n")
 	mkdir(t, filepath.Join(projects, "-p", "t"))
+	// A session's dir with a transcript of its own keeps its watch.
+	own := filepath.Join(projects, "-p", "u")
+	writeFile(t, filepath.Join(own, "subagents", "agent-d.jsonl"), "{}\n")
+	writeFile(t, filepath.Join(own, "own.jsonl"), "{}\n")
 	w := newTestWatcher(t, Config{Roots: []string{root}})
 	mustScan(t, w)
 	drainRescan(w)
-	want := []string{projects, filepath.Join(projects, "-p"), filepath.Join(sess, "subagents"), filepath.Join(projects, "-p", "t")}
+	if st := w.Stats(); st.Fallback || w.RescanPeriod() != w.watchedInterval {
+		t.Errorf("after the scan: stats %+v, rescan period %v; want every transcript watched (%v)", st, w.RescanPeriod(), w.watchedInterval)
+	}
+	want := []string{projects, filepath.Join(projects, "-p"), filepath.Join(sess, "subagents"), filepath.Join(projects, "-p", "t"),
+		own, filepath.Join(own, "subagents")}
 	slices.Sort(want)
 	if got := watchedDirs(w); !slices.Equal(got, want) {
 		t.Fatalf("watched:\n got %q\nwant %q", got, want)
@@ -266,7 +274,8 @@ func TestSessionDirIsWatchedOnlyUntilItsSubagentsDirIs(t *testing.T) {
 	// The next scan leaves its session's dir out too, and keeps the rest.
 	waitRescan(t, w)
 	mustScan(t, w)
-	want = []string{projects, filepath.Join(projects, "-p"), filepath.Join(sess, "subagents"), filepath.Join(projects, "-p", "t", "subagents")}
+	want = []string{projects, filepath.Join(projects, "-p"), filepath.Join(sess, "subagents"), filepath.Join(projects, "-p", "t", "subagents"),
+		own, filepath.Join(own, "subagents")}
 	slices.Sort(want)
 	if got := watchedDirs(w); !slices.Equal(got, want) {
 		t.Fatalf("once the second session's subagents/ is there, watched:\n got %q\nwant %q", got, want)

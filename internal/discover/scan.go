@@ -290,19 +290,31 @@ func (wk *walker) enter(dir string, parts []string) (entries []fs.DirEntry, watc
 // 50,000 sessions with subagents it was half of all watches (the watch
 // keys, the watcher's and fsnotify's maps: 10 MB, and the kernel's).
 // It lists dir first, so a subagents/ made between the listing and the
-// watch is met by asking for a rescan.
+// watch is met by asking for a rescan (only when the listing succeeded: a
+// listing that failed, out of descriptors say, would ask at every scan).
+// A session's dir holding a transcript of its own keeps its watch.
 func (wk *walker) enterSession(dir string) (entries []fs.DirEntry, watched bool) {
 	entries, err := wk.readDir(dir)
 	if err != nil && !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, syscall.ENOTDIR) {
 		wk.errs = append(wk.errs, err)
 	}
-	if err == nil && slices.ContainsFunc(entries, func(e fs.DirEntry) bool { return e.IsDir() && e.Name() == subagentsDir }) {
+	hasSub, hasFiles := false, false
+	for _, e := range entries {
+		if e.IsDir() {
+			hasSub = hasSub || e.Name() == subagentsDir
+		} else {
+			hasFiles = true // a transcript of its own: its appends need the watch
+		}
+	}
+	if err == nil && hasSub && !hasFiles {
 		return entries, false
 	}
 	watched = wk.w.watch(dir)
 	wk.blind = wk.blind || !watched
-	if fi, err := os.Lstat(filepath.Join(dir, subagentsDir)); watched && err == nil && fi.IsDir() {
-		wk.w.signalRescan()
+	if err == nil && !hasSub && watched {
+		if fi, err := os.Lstat(filepath.Join(dir, subagentsDir)); err == nil && fi.IsDir() {
+			wk.w.signalRescan()
+		}
 	}
 	return entries, watched
 }
