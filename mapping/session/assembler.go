@@ -619,7 +619,13 @@ func (a *Assembler) closeSession(s *sessState, history bool) {
 		}
 	}
 	slices.SortFunc(open, func(x, y *toolState) int { return cmp.Compare(x.seq, y.seq) })
+	// The subagents to pack once the session is: its own, and those its
+	// open Task calls name (forget may unpack one to type it).
+	ids := make([]string, 0, len(s.agents)+len(open))
 	for _, t := range open {
+		if t.call.AgentID != "" {
+			ids = append(ids, t.call.AgentID)
+		}
 		t.done = true
 		a.refreshProject(&t.call.Where)
 		t.call.Outcome = OutcomeUnanswered
@@ -630,7 +636,6 @@ func (a *Assembler) closeSession(s *sessState, history bool) {
 	}
 	s.openTools = nil
 	var agents []*agentState
-	ids := make([]string, 0, len(s.agents))
 	for id := range s.agents {
 		ids = append(ids, id)
 		if ag := a.agents[id]; ag != nil && !ag.emitted {

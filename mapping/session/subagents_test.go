@@ -445,3 +445,36 @@ func TestSubagentsOfClosedSessionsArePackedAndWakeForALateLine(t *testing.T) {
 		t.Errorf("the restored subagent went out again (%d spans)", n)
 	}
 }
+
+// TestSubagentTypedByAnUnansweredCallIsPackedAgain: a subagent read
+// first (linked to its Task call by its .meta.json) is out and packed
+// when its session closes; the session's own file then brings the call,
+// without a result, and the session closes again with the call open. The
+// call, marked unanswered, unpacks the subagent to type it, and it is
+// packed again (found by review: it stayed unpacked for the daemon's life).
+func TestSubagentTypedByAnUnansweredCallIsPackedAgain(t *testing.T) {
+	f := newFeeder(t, Config{IdleTimeout: 30 * time.Minute})
+	f.metas = map[string]subagentMeta{subagentPath(sessA, exploreAgent): {toolUseID: exploreTaskID}}
+	f.files(at(0), file{subagentPath(sessA, exploreAgent), []string{
+		U{UUID: "su", Sec: 2, Agent: exploreAgent, Text: "Scan the views."}.String(),
+		A{UUID: "sa", Parent: "su", Sec: 3, Msg: "msg_sub1", Req: "req_sub1", Model: modelHaiku, Agent: exploreAgent, In: 3, Out: 10, Stop: "end_turn"}.String(),
+	}})
+	f.asm.FlushRead(at(0).Add(24 * time.Hour))
+	if len(f.asm.agents) != 0 || f.asm.closed.agentsLen() != 1 {
+		t.Fatalf("after the first close: %d unpacked, %d packed; want 0, 1", len(f.asm.agents), f.asm.closed.agentsLen())
+	}
+	f.files(at(0).Add(24*time.Hour), file{sessionPath(sessA), []string{
+		U{UUID: "u1", Sec: 0, Text: "Scan the views."}.String(), exploreTaskCall(sessA),
+	}})
+	f.asm.FlushRead(at(0).Add(48 * time.Hour))
+	c := one(t, "Task call", f.log.toolsOf(exploreTaskID))
+	if c.AgentID != exploreAgent || c.Outcome != OutcomeUnanswered {
+		t.Errorf("Task call: agent %q outcome %q, want %s unanswered", c.AgentID, c.Outcome, exploreAgent)
+	}
+	if len(f.asm.agents) != 0 || len(f.asm.byTool) != 0 || f.asm.closed.agentsLen() != 1 {
+		t.Errorf("after the second close: %d unpacked, %d Task links, %d packed; want 0, 0, 1", len(f.asm.agents), len(f.asm.byTool), f.asm.closed.agentsLen())
+	}
+	if ag, _ := f.asm.closed.peekAgent(exploreAgent); ag == nil || ag.agentType != "Explore" || ag.toolUseID != exploreTaskID {
+		t.Errorf("packed subagent %+v, want typed Explore by its call", ag)
+	}
+}
