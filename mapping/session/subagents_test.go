@@ -289,6 +289,21 @@ func exploreTaskCall(sess string) string {
 		Blocks: blocks(taskUseB(exploreTaskID, "Explore", "Scan the views"))}.String()
 }
 
+// exploreSubagentReadFirst feeds the Explore subagent's file before its
+// session's (linked to its Task call by its .meta.json, typed by nothing),
+// and lets the session go idle: the subagent is out.
+func exploreSubagentReadFirst(t *testing.T) *feeder {
+	t.Helper()
+	f := newFeeder(t, Config{IdleTimeout: 30 * time.Minute})
+	f.metas = map[string]subagentMeta{subagentPath(sessA, exploreAgent): {toolUseID: exploreTaskID}}
+	f.files(at(0), file{subagentPath(sessA, exploreAgent), []string{
+		U{UUID: "su", Sec: 2, Agent: exploreAgent, Text: "Scan the views."}.String(),
+		A{UUID: "sa", Parent: "su", Sec: 3, Msg: "msg_sub1", Req: "req_sub1", Model: modelHaiku, Agent: exploreAgent, In: 3, Out: 10, Stop: "end_turn"}.String(),
+	}})
+	f.asm.FlushRead(at(0).Add(24 * time.Hour))
+	return f
+}
+
 // TestTaskCallIsKeptOnlyAsDoneOnceItsSubagentIsKnown: a Task call was kept
 // whole for the daemon's life so that a subagent read later could take its
 // type and description from it: every Task call of a history stayed (16 MB
@@ -339,17 +354,8 @@ func TestTaskCallIsKeptOnlyAsDoneOnceItsSubagentIsKnown(t *testing.T) {
 // after it types the requests the subagent makes later, although the call
 // is then kept only as done (found by review of the change that drops it).
 func TestSubagentOutBeforeItsCallTakesTheCallsType(t *testing.T) {
-	const (
-		agent  = "a2244978809bf394d"
-		taskID = "toolu_01Dz2Z5Ldkq7148yyi1kACKL"
-	)
-	f := newFeeder(t, Config{IdleTimeout: 30 * time.Minute})
-	f.metas = map[string]subagentMeta{subagentPath(sessA, agent): {toolUseID: taskID}}
-	f.files(at(0), file{subagentPath(sessA, agent), []string{
-		U{UUID: "su", Sec: 2, Agent: agent, Text: "Scan the views."}.String(),
-		A{UUID: "sa", Parent: "su", Sec: 3, Msg: "msg_sub1", Req: "req_sub1", Model: modelHaiku, Agent: agent, In: 3, Out: 10, Stop: "end_turn"}.String(),
-	}})
-	f.asm.FlushRead(at(0).Add(24 * time.Hour))
+	const agent, taskID = exploreAgent, exploreTaskID
+	f := exploreSubagentReadFirst(t)
 	if s := one(t, "subagent out before its call", f.log.agentsOf(agent)); s.AgentType != "unknown" {
 		t.Fatalf("subagent out before its call typed %q, want unknown (the case this test is for)", s.AgentType)
 	}
@@ -453,13 +459,7 @@ func TestSubagentsOfClosedSessionsArePackedAndWakeForALateLine(t *testing.T) {
 // call, marked unanswered, unpacks the subagent to type it, and it is
 // packed again (found by review: it stayed unpacked for the daemon's life).
 func TestSubagentTypedByAnUnansweredCallIsPackedAgain(t *testing.T) {
-	f := newFeeder(t, Config{IdleTimeout: 30 * time.Minute})
-	f.metas = map[string]subagentMeta{subagentPath(sessA, exploreAgent): {toolUseID: exploreTaskID}}
-	f.files(at(0), file{subagentPath(sessA, exploreAgent), []string{
-		U{UUID: "su", Sec: 2, Agent: exploreAgent, Text: "Scan the views."}.String(),
-		A{UUID: "sa", Parent: "su", Sec: 3, Msg: "msg_sub1", Req: "req_sub1", Model: modelHaiku, Agent: exploreAgent, In: 3, Out: 10, Stop: "end_turn"}.String(),
-	}})
-	f.asm.FlushRead(at(0).Add(24 * time.Hour))
+	f := exploreSubagentReadFirst(t)
 	if len(f.asm.agents) != 0 || f.asm.closed.agentsLen() != 1 {
 		t.Fatalf("after the first close: %d unpacked, %d packed; want 0, 1", len(f.asm.agents), f.asm.closed.agentsLen())
 	}
