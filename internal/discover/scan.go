@@ -275,10 +275,7 @@ func (wk *walker) enter(dir string, parts []string) (entries []fs.DirEntry, watc
 		watched = wk.w.watch(dir)
 		wk.blind = wk.blind || !watched
 	}
-	entries, err := wk.readDir(dir)
-	if err != nil && !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, syscall.ENOTDIR) {
-		wk.errs = append(wk.errs, err)
-	}
+	entries, _ = wk.list(dir)
 	return entries, watched
 }
 
@@ -294,10 +291,7 @@ func (wk *walker) enter(dir string, parts []string) (entries []fs.DirEntry, watc
 // listing that failed, out of descriptors say, would ask at every scan).
 // A session's dir holding a transcript of its own keeps its watch.
 func (wk *walker) enterSession(dir string) (entries []fs.DirEntry, watched bool) {
-	entries, err := wk.readDir(dir)
-	if err != nil && !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, syscall.ENOTDIR) {
-		wk.errs = append(wk.errs, err)
-	}
+	entries, err := wk.list(dir)
 	hasSub, hasFiles := false, false
 	for _, e := range entries {
 		if e.IsDir() {
@@ -317,6 +311,15 @@ func (wk *walker) enterSession(dir string) (entries []fs.DirEntry, watched bool)
 		}
 	}
 	return entries, watched
+}
+
+// list is readDir, keeping its error in errs unless dir vanished.
+func (wk *walker) list(dir string) ([]fs.DirEntry, error) {
+	entries, err := wk.readDir(dir)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, syscall.ENOTDIR) {
+		wk.errs = append(wk.errs, err)
+	}
+	return entries, err
 }
 
 // subagentsDir holds a session's subagent transcripts (Claude Code 2.1.2+).

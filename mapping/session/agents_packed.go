@@ -19,6 +19,7 @@ package session
 
 import (
 	"encoding/binary"
+	"iter"
 	"time"
 )
 
@@ -156,6 +157,23 @@ func decodeAgent(b string, strs []string) (*agentState, bool) {
 		panic(u.err) // packed by putAgent on this goroutine: it cannot be damaged
 	}
 	return ag, flags&agentOwnsTool != 0
+}
+
+// withPacked yields the subagents of live, then those packed (their
+// shared strings in strs), as State.Agents holds them.
+func withPacked(live iter.Seq[AgentState], packed iter.Seq[string], strs []string) iter.Seq[AgentState] {
+	return func(yield func(AgentState) bool) {
+		for ag := range live {
+			if !yield(ag) {
+				return
+			}
+		}
+		for b := range packed {
+			if ag, _ := decodeAgent(b, strs); !yield(ag.state()) {
+				return
+			}
+		}
+	}
 }
 
 func (c *closedSessions) agentsLen() int { return len(c.agents.byID) }

@@ -105,19 +105,7 @@ func (f *Frozen) EachSeenKey(n int, fn func([]uint64) error) error {
 // EachAgent calls fn with the subagents, at most n at a time, in a buffer
 // fn must not keep; it stops at fn's first error.
 func (f *Frozen) EachAgent(n int, fn func([]AgentState) error) error {
-	all := func(yield func(AgentState) bool) {
-		for _, ag := range f.agents {
-			if !yield(ag) {
-				return
-			}
-		}
-		for _, b := range f.packedAgents {
-			if ag, _ := decodeAgent(b, f.closed.strs); !yield(ag.state()) {
-				return
-			}
-		}
-	}
-	return eachBatch(all, n, fn)
+	return eachBatch(withPacked(slices.Values(f.agents), slices.Values(f.packedAgents), f.closed.strs), n, fn)
 }
 
 // freezeCopyMax is the most recent entries a freeze copies: past it, it

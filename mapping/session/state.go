@@ -3,6 +3,7 @@ package session
 import (
 	"fmt"
 	"iter"
+	"maps"
 	"slices"
 	"time"
 
@@ -215,18 +216,14 @@ func (a *Assembler) StateHead() State {
 // agentStates yields the subagents as State.Agents holds them, unpacked
 // and packed.
 func (a *Assembler) agentStates() iter.Seq[AgentState] {
-	return func(yield func(AgentState) bool) {
+	live := func(yield func(AgentState) bool) {
 		for _, ag := range a.agents {
 			if !yield(ag.state()) {
 				return
 			}
 		}
-		for _, b := range a.closed.agents.byID {
-			if ag, _ := decodeAgent(b, a.closed.strs); !yield(ag.state()) {
-				return
-			}
-		}
 	}
+	return withPacked(live, maps.Values(a.closed.agents.byID), a.closed.strs)
 }
 
 // EachAgent calls fn with the subagents (State.Agents), at most n at a
