@@ -183,7 +183,10 @@ func (r *reader) dirOf(dir, rel, shared string) *dirEntry {
 		if r.dirs == nil {
 			r.dirs = map[string]*dirEntry{}
 		}
-		r.dirs[dir] = d
+		// Keyed by the entry's own string: dir is a substring of the
+		// caller's path, and as a key it kept that whole path alive (a
+		// subagent file's, 5.5 MB at 50,000).
+		r.dirs[d.path] = d
 	}
 	d.files++
 	return d

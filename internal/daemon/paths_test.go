@@ -218,4 +218,11 @@ func TestScannedDirectoryStringIsShared(t *testing.T) {
 	if g.path() != q || f.path() != p {
 		t.Errorf("paths %q %q, want %q %q", f.path(), g.path(), p, q)
 	}
+	// The directory map's keys are the entries' own strings, not
+	// substrings of the paths added (which they would keep alive).
+	for k, d := range rd.dirs {
+		if unsafe.StringData(k) != unsafe.StringData(d.path) {
+			t.Errorf("directory %q is keyed by another string than its own", k)
+		}
+	}
 }
