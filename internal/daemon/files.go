@@ -240,26 +240,33 @@ func newReader(cfg *Config, log *slog.Logger, self *prom.Self, asm *session.Asse
 	}
 }
 
-// sync makes the file table match the files found by a scan: new files
-// are added (with their saved watermarks, if any), missing ones dropped
-// (their counts stay). visit, when not nil, is called with each found
-// file that has an entry in the table. Files are marked with the scan's
-// generation, so a rescan that found the same files builds nothing and
-// only walks the table when some file went.
-func (r *reader) sync(found []discover.File, visit func(*fileState, discover.File)) {
+// sync makes the file table match the files a scan finds: scan hands each
+// one over (discover.Watcher.ScanEach), new files are added (with their
+// saved watermarks, if any) as they come, and once it returns, missing
+// ones are dropped (their counts stay). visit, when not nil, is called
+// with each found file that has an entry in the table. Files are marked
+// with the scan's generation, so a rescan that found the same files
+// builds nothing and only walks the table when some file went. It
+// returns scan's error.
+//
+// The files are taken as the walk finds them, not gathered first: a list
+// of every file found, each with its path, was 17 MB at 100,000 files
+// (the daemon's largest transient at every rescan, and at the backfill
+// past the soft memory limit, which it then lifted for good).
+func (r *reader) sync(scan func(func(discover.File)) error, visit func(*fileState, discover.File)) error {
 	r.gen++
 	marked := 0
 	// A scan lists paths in order, as the table holds them: the entry
 	// of the next path is nearly always the one after the last.
 	next := 0
-	for _, fi := range found {
+	err := scan(func(fi discover.File) {
 		var f *fileState
 		if next < len(r.files) && r.files[next].comparePath(fi.Path) == 0 {
 			f = r.files[next]
 			next++
 		} else {
 			if f = r.add(fi.Path, fi.Dir); f == nil {
-				continue
+				return
 			}
 			next = r.index(fi.Path) + 1
 		}
@@ -270,7 +277,7 @@ func (r *reader) sync(found []discover.File, visit func(*fileState, discover.Fil
 		if visit != nil {
 			visit(f, fi)
 		}
-	}
+	})
 	if marked != len(r.files) {
 		n := len(r.files)
 		r.files = slices.DeleteFunc(r.files, func(f *fileState) bool {
@@ -285,6 +292,7 @@ func (r *reader) sync(found []discover.File, visit func(*fileState, discover.Fil
 		}
 	}
 	r.self.FilesWatched.Set(float64(len(r.files)))
+	return err
 }
 
 // find returns the entry of path p, or nil.

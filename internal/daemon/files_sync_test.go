@@ -89,7 +89,7 @@ func TestSyncKeepsFoundFilesAddsNewOnesAndDropsVanishedOnes(t *testing.T) {
 					found = append(found, discover.File{Path: abs(rel), Size: 30})
 				}
 				var visited []string
-				rd.sync(found, func(f *fileState, fi discover.File) {
+				rd.sync(scanOf(found...), func(f *fileState, fi discover.File) {
 					if f.path() != fi.Path {
 						t.Errorf("visit: file %s for found %s", f.path(), fi.Path)
 					}
@@ -128,7 +128,7 @@ func TestSyncIgnoresFilesOutsideTheRoots(t *testing.T) {
 	inside := filepath.Join(root, "projects", "-p", "a.jsonl")
 	outside := filepath.Join(root, "history.jsonl")
 	var visited []string
-	rd.sync([]discover.File{{Path: outside}, {Path: inside}}, func(f *fileState, _ discover.File) { visited = append(visited, f.path()) })
+	rd.sync(scanOf(discover.File{Path: outside}, discover.File{Path: inside}), func(f *fileState, _ discover.File) { visited = append(visited, f.path()) })
 	if !slices.Equal(visited, []string{inside}) || len(rd.files) != 1 {
 		t.Errorf("visited %q, table %d files; want only %s", visited, len(rd.files), inside)
 	}
@@ -160,7 +160,7 @@ func TestSyncReadsAFileWithADamagedSavedFingerprintFromTheStart(t *testing.T) {
 		rd := newReader(&Config{ClaudeDirs: []string{root}}, slog.New(slog.DiscardHandler), self, nil, transcript.Options{}, time.Now)
 		e.Path, e.Counted = p, 20
 		rd.restored[p] = e
-		rd.sync([]discover.File{{Path: p, Size: 30}}, nil)
+		rd.sync(scanOf(discover.File{Path: p, Size: 30}), nil)
 		if f := rd.find(p); f == nil || f.offset != 0 || f.has(flagVerify) || f.fpLen != 0 {
 			t.Errorf("%+v: entry %+v, want offset 0 and no fingerprint", e, f)
 		}
@@ -301,7 +301,7 @@ func TestSubagentMetaIsKeptBesideTheTableAndGoesWithItsFile(t *testing.T) {
 	if src := rd.source(f); src.AgentType != "Explore" || rd.metaGen.Load() == gen {
 		t.Errorf("source at the next read: %+v (meta generation moved: %v)", src, rd.metaGen.Load() != gen)
 	}
-	rd.sync([]discover.File{{Path: without}}, nil)
+	rd.sync(scanOf(discover.File{Path: without}), nil)
 	if len(rd.metas) != 0 || rd.find(with) != nil {
 		t.Errorf("after a scan without %s: metas %v", with, rd.metas)
 	}
@@ -320,5 +320,15 @@ func writeFileT(t *testing.T, p, content string) {
 	}
 	if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// scanOf is a scan (reader.sync's) that finds files, in the order given.
+func scanOf(files ...discover.File) func(func(discover.File)) error {
+	return func(fn func(discover.File)) error {
+		for _, f := range files {
+			fn(f)
+		}
+		return nil
 	}
 }

@@ -38,14 +38,10 @@ const maxKeptChanged = 4096
 
 // rescan walks the roots and reads what changed.
 func (f *follower) rescan() {
-	found, err := f.w.Scan()
-	if err != nil {
-		f.log.Debug("rescan incomplete", "err", err)
-	}
 	// Read only the files the walk saw change: an idle daemon with
 	// thousands of transcripts stats each once per rescan, not twice.
 	changed := f.changed[:0]
-	f.rd.sync(found, func(fs *fileState, fi discover.File) {
+	err := f.rd.sync(f.w.ScanEach, func(fs *fileState, fi discover.File) {
 		if f.traces != nil {
 			f.traces.window.see(f.rd.sessionID(fs), fi.ModTime)
 		}
@@ -56,6 +52,9 @@ func (f *follower) rescan() {
 			changed = append(changed, fs)
 		}
 	})
+	if err != nil {
+		f.log.Debug("rescan incomplete", "err", err)
+	}
 	sortForRead(changed)
 	f.rd.readFiles(changed, false)
 	clear(changed)

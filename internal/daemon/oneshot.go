@@ -223,8 +223,7 @@ func scanOnce(cfg *Config, logger *slog.Logger, rd *reader, traces *tracesStage)
 // scanAll fills the table from one Scan of w (sync, with visit) and
 // returns its files in reading order.
 func (r *reader) scanAll(w *discover.Watcher, visit func(*fileState, discover.File)) ([]*fileState, error) {
-	found, err := w.Scan()
-	r.sync(found, visit)
+	err := r.sync(w.ScanEach, visit)
 	return r.sorted(), err
 }
 

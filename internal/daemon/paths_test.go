@@ -139,7 +139,7 @@ func TestSiblingsShareTheirDirectoryUntilTheLastGoes(t *testing.T) {
 		t.Fatalf("after dropping a: %d dirs, want b's kept", len(rd.dirs))
 	}
 	rd.drop(b.path())
-	rd.sync(nil, nil) // drops c as a scan that found nothing
+	rd.sync(scanOf(), nil) // drops c as a scan that found nothing
 	if len(rd.dirs) != 0 || len(rd.files) != 0 {
 		t.Errorf("after dropping every file: %d dirs, %d files; want none", len(rd.dirs), len(rd.files))
 	}
