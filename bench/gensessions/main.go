@@ -5,7 +5,8 @@
 // -subagents, a session's tool call is a Task whose subagent (a user line
 // and a request with a tool call and its result) is a file of its own with
 // its .meta.json, as Claude Code 2.1 writes them: half of a real tree's
-// transcripts are subagents. Ids and times are deterministic.
+// transcripts are subagents. Ids and times are deterministic; each file is
+// dated by its last record, in October 2026, as a past session's are.
 package main
 
 import (
@@ -15,6 +16,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"time"
 )
 
 func main() {
@@ -71,7 +73,11 @@ func write(dir string, i, p int, subagent bool) error {
 			"stop_reason": "end_turn", "content": []any{map[string]any{"type": "text", "text": "done"}},
 			"usage": map[string]any{"input_tokens": 5, "output_tokens": 7}}),
 	}
-	if err := writeLines(filepath.Join(proj, sid+".jsonl"), lines); err != nil {
+	at, err := time.Parse(time.RFC3339, ts)
+	if err != nil {
+		return err
+	}
+	if err := writeLines(filepath.Join(proj, sid+".jsonl"), lines, at); err != nil {
 		return err
 	}
 	if !subagent {
@@ -88,7 +94,11 @@ func write(dir string, i, p int, subagent bool) error {
 	if err := os.MkdirAll(subDir, 0o755); err != nil {
 		return err
 	}
-	if err := os.WriteFile(filepath.Join(subDir, "agent-"+agentID+".meta.json"), []byte(`{"agentType":"Explore","description":"find the test"}`+"\n"), 0o644); err != nil {
+	meta := filepath.Join(subDir, "agent-"+agentID+".meta.json")
+	if err := os.WriteFile(meta, []byte(`{"agentType":"Explore","description":"find the test"}`+"\n"), 0o644); err != nil {
+		return err
+	}
+	if err := os.Chtimes(meta, at, at); err != nil {
 		return err
 	}
 	return writeLines(filepath.Join(subDir, "agent-"+agentID+".jsonl"), []map[string]any{
@@ -100,11 +110,12 @@ func write(dir string, i, p int, subagent bool) error {
 		sub("assistant", sa2, su2, map[string]any{"id": fmt.Sprintf("msg_gensub%d_b", i), "model": "claude-haiku-4-5", "role": "assistant",
 			"stop_reason": "end_turn", "content": []any{map[string]any{"type": "text", "text": "found it"}},
 			"usage": map[string]any{"input_tokens": 4, "output_tokens": 6}}),
-	})
+	}, at)
 }
 
-// writeLines writes records as JSON lines.
-func writeLines(path string, lines []map[string]any) error {
+// writeLines writes records as JSON lines, and dates the file at, its
+// last record's time, as Claude Code's files of a past session are.
+func writeLines(path string, lines []map[string]any, at time.Time) error {
 	f, err := os.Create(path)
 	if err != nil {
 		return err
@@ -121,5 +132,8 @@ func writeLines(path string, lines []map[string]any) error {
 		f.Close()
 		return err
 	}
-	return f.Close()
+	if err := f.Close(); err != nil {
+		return err
+	}
+	return os.Chtimes(path, at, at)
 }

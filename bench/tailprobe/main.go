@@ -131,6 +131,15 @@ func main() {
 		sess := sessionOf(f)
 		msgID := "msg_probe_" + uuid()
 		out := 100 + i // the final line's output tokens
+		if parent, ok := sessionTranscript(f); ok {
+			// A subagent writes while its session runs, whose transcript
+			// is written first (the Task call): a line there, counted by
+			// no series, as the exporter meets it in the field (it
+			// watches an old session's subagents/ again only then).
+			if err := appendLines(parent, plumbingLine(sess)); err != nil {
+				fatal(err)
+			}
+		}
 		if err := appendLines(f, requestLine(sess, msgID, 1, "")); err != nil {
 			fatal(err)
 		}
@@ -364,6 +373,27 @@ func sessionOf(p string) string {
 		}
 	}
 	return "bench-probe"
+}
+
+// sessionTranscript returns the transcript of the session a subagent's
+// file (<enc>/<session>/subagents/agent-*.jsonl) belongs to, when it has
+// one.
+func sessionTranscript(p string) (string, bool) {
+	sub := filepath.Dir(p)
+	if filepath.Base(sub) != "subagents" {
+		return "", false
+	}
+	parent := filepath.Dir(sub) + ".jsonl"
+	if !endsWithNewline(parent) {
+		return "", false
+	}
+	return parent, true
+}
+
+// plumbingLine is a session line that no series counts.
+func plumbingLine(sess string) string {
+	return fmt.Sprintf(`{"type":"agent-setting","sessionId":"%s","timestamp":"%s","uuid":"%s"}`+"\n",
+		sess, time.Now().UTC().Format("2006-01-02T15:04:05.000Z"), uuid())
 }
 
 // requestLine is one line of a streamed request: stop "" writes null.

@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"slices"
 	"testing"
+	"time"
 )
 
 // TestChangesAreHintedOrRescanned drives real fsnotify: each case lays out
@@ -292,4 +293,61 @@ func TestSessionDirIsWatchedOnlyUntilItsSubagentsDirIs(t *testing.T) {
 	}
 	writeFile(t, filepath.Join(sess, "subagents", "agent-c.jsonl"), "{}\n")
 	waitEvents(t, w, Event{Path: filepath.Join(sess, "subagents", "agent-c.jsonl"), Op: Changed})
+}
+
+func TestDormantSessionIsListedNotWatchedUntilItsTranscriptIsWritten(t *testing.T) {
+	root := t.TempDir()
+	projects := filepath.Join(root, "projects")
+	enc := filepath.Join(projects, "-p")
+	old := time.Now().Add(-dormantAfter - time.Hour)
+	// s: written over a day ago, with a subagent; r: written just now.
+	sess := filepath.Join(enc, "s")
+	agent := filepath.Join(sess, "subagents", "agent-a.jsonl")
+	writeFile(t, agent, "{}\n")
+	writeFile(t, sess+".jsonl", "{}\n")
+	for _, p := range []string{agent, sess + ".jsonl"} {
+		if err := os.Chtimes(p, old, old); err != nil {
+			t.Fatal(err)
+		}
+	}
+	recent := filepath.Join(enc, "r")
+	writeFile(t, filepath.Join(recent, "subagents", "agent-b.jsonl"), "{}\n")
+	writeFile(t, recent+".jsonl", "{}\n")
+	w := newTestWatcher(t, Config{Roots: []string{root}})
+	found := mustScan(t, w)
+	drainRescan(w)
+	if !slices.Contains(paths(found), agent) {
+		t.Fatalf("the dormant session's subagent is not found: %q", paths(found))
+	}
+	want := []string{projects, enc, filepath.Join(recent, "subagents")}
+	if got := watchedDirs(w); !slices.Equal(got, want) {
+		t.Fatalf("watched:\n got %q\nwant %q", got, want)
+	}
+	// Listed on purpose: every transcript counts as watched.
+	if w.RescanPeriod() != w.watchedInterval {
+		t.Errorf("rescan period %v, want the watched one (%v)", w.RescanPeriod(), w.watchedInterval)
+	}
+
+	// The session runs again: its transcript is written, its subagents/
+	// is watched and its files are hinted, then their writes are.
+	appendFile(t, sess+".jsonl", "{}\n")
+	waitEvents(t, w, Event{Path: sess + ".jsonl", Op: Changed}, Event{Path: agent, Op: Changed})
+	if got := watchedDirs(w); !slices.Contains(got, filepath.Join(sess, "subagents")) {
+		t.Fatalf("after its transcript was written, the session's subagents/ is not watched: %q", got)
+	}
+	appendFile(t, agent, "{}\n")
+	waitEvents(t, w, Event{Path: agent, Op: Changed})
+	// A scan now finds it awake and keeps the watch; once dormant again,
+	// a scan drops it.
+	mustScan(t, w)
+	if got := watchedDirs(w); !slices.Contains(got, filepath.Join(sess, "subagents")) {
+		t.Fatalf("a scan dropped the watch of a session just written: %q", got)
+	}
+	if err := os.Chtimes(sess+".jsonl", old, old); err != nil {
+		t.Fatal(err)
+	}
+	mustScan(t, w)
+	if got := watchedDirs(w); !slices.Equal(got, want) {
+		t.Fatalf("once dormant again, watched:\n got %q\nwant %q", got, want)
+	}
 }

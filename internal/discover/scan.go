@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+	"time"
 )
 
 // skippedDir is never walked nor watched: it holds overflowed tool output
@@ -140,6 +141,9 @@ type walker struct {
 	// walked (a stack: each directory's files above its parent's).
 	buf   []byte
 	found []stat
+	// dormant is set while the walk is in a dormant session's directory
+	// (dormantSession): it is listed, not watched.
+	dormant bool
 }
 
 // stat is a file's stat, its Path not filled in yet; ok is false for a
@@ -161,20 +165,62 @@ func (wk *walker) walk(dir string, parts []string) {
 	defer func() { wk.found = wk.found[:base] }()
 	entries, watched := wk.enter(dir, parts)
 	next := base
+	// last is the file handed over last: a session's transcript sorts
+	// right before its directory (sortEntries).
+	var last stat
 	for _, e := range entries {
 		name := e.Name()
 		if e.IsDir() {
-			wk.walk(string(wk.join(dir, name)), append(slices.Clip(parts), name))
+			sub := append(slices.Clip(parts), name)
+			was := wk.dormant
+			wk.dormant = was || wk.dormantSession(sub, dir, last)
+			wk.walk(string(wk.join(dir, name)), sub)
+			wk.dormant = was
 			continue
 		}
 		if st := wk.found[next]; st.ok {
 			st.f.Path, st.f.Dir = wk.path(dir, name), dir
 			wk.file(st.f)
-			wk.blind = wk.blind || !watched
+			// A dormant session's files are seen by the rescan, and by
+			// a listing when its transcript is written (wake): not
+			// blind.
+			wk.blind = wk.blind || !watched && !wk.dormant
+			last = st
+		} else {
+			last = stat{}
 		}
 		next++
 	}
 }
+
+// dormantAfter is how long after its transcript was last written a
+// session's directory (its subagents/, workflows) goes without watches.
+// A subagent's file is written while its session runs, and the session's
+// transcript is written first (the Task call that starts it): a write to
+// a dormant session's transcript has its directory watched again (wake).
+// A subagent still writing this long after its session's last line is
+// seen by the periodic rescan instead.
+const dormantAfter = 24 * time.Hour
+
+// dormantSession reports whether the directory whose path parts below
+// projects/ are parts, in dir, is a session's (<enc>/<session>/) whose
+// transcript, the file last handed over before it, was last written over
+// dormantAfter ago. Its directories are then listed, not watched: at
+// 50,000 sessions with subagents, their watches were the daemon's
+// largest cost after the file table (the keys, the watcher's and
+// fsnotify's maps: 8 MB, and the kernel's memory for each, against the
+// user's inotify watch limit), for directories nothing writes to again.
+func (wk *walker) dormantSession(parts []string, dir string, last stat) bool {
+	if len(parts) != 2 || !last.ok || last.f.Dir != dir || len(last.f.Path) <= len(dir) {
+		return false
+	}
+	name := last.f.Path[len(dir)+1:]
+	session, ok := strings.CutSuffix(name, transcriptExt)
+	return ok && session == parts[1] && wk.w.now().Sub(last.f.ModTime) > dormantAfter
+}
+
+// transcriptExt ends a session's transcript, <session>.jsonl.
+const transcriptExt = ".jsonl"
 
 // walkProjects walks a projects/ dir as walk does, its project
 // directories spread over up to n goroutines (each project's subtree on
@@ -265,9 +311,14 @@ func (wk *walker) walkProjects(projects string, n int) {
 }
 
 // enter watches dir when the layout names it (see watchable; marking it
-// found), then lists it with readDir. A directory that vanished lists
+// found) and it is not in a dormant session's directory, then lists it
+// with readDir. A directory that vanished lists
 // nothing; other read errors are kept in errs.
 func (wk *walker) enter(dir string, parts []string) (entries []fs.DirEntry, watched bool) {
+	if wk.dormant {
+		entries, _ = wk.list(dir)
+		return entries, false
+	}
 	if len(parts) == 2 {
 		return wk.enterSession(dir)
 	}

@@ -208,12 +208,44 @@ func (w *Watcher) handle(ev fsnotify.Event) {
 			}
 		case fi.Mode().IsRegular() && w.match(name):
 			w.hint(path, Changed)
+			w.wake(path, pl.parts)
 		}
 		return
 	}
 	if ev.Has(fsnotify.Write) && w.match(name) {
 		w.hint(path, Changed)
+		w.wake(path, pl.parts)
 	}
+}
+
+// wake watches a dormant session's directory again (see dormantAfter)
+// when its transcript, path (parts below projects/), is written: the
+// session runs, and its subagents are about to write. The directory is
+// walked as one that just appeared (watched, then listed, its files
+// hinted), so that a subagent's file written before the watch landed is
+// read too. A session's directory that is watched (itself or its
+// subagents/) or does not exist costs a map lookup and a stat per
+// write.
+func (w *Watcher) wake(path string, parts []string) {
+	session, ok := strings.CutSuffix(path, transcriptExt)
+	if len(parts) != 2 || !ok {
+		return
+	}
+	sub := session + string(filepath.Separator) + subagentsDir
+	w.mu.Lock()
+	_, watched := w.watched[session]
+	if !watched {
+		_, watched = w.watched[sub]
+	}
+	off := w.fsw == nil || w.closed || w.stats.Fallback
+	w.mu.Unlock()
+	if watched || off {
+		return
+	}
+	if fi, err := os.Lstat(session); err != nil || !fi.IsDir() {
+		return
+	}
+	(&walker{w: w, file: w.hintFile}).walk(session, []string{parts[0], filepath.Base(session)})
 }
 
 // hintFile hints a file found in a directory that just appeared.
