@@ -42,6 +42,13 @@ const (
 	// nameAgent: "agent-<hex>.jsonl" with 1 to maxAgentHex lowercase hex
 	// digits: their count in the first byte, the digits as nibbles after.
 	nameAgent
+	// nameSubagent: "<session>/subagents/agent-<hex>.jsonl" below its
+	// project's directory, which is the entry's dirEntry: the session's
+	// UUID as its 16 bytes (fileState.session), the name as nameAgent's.
+	// A directory entry of its own, with its path, for each session's
+	// subagents/ was 9 MB at 50,000 sessions (the daemon's largest
+	// holding after the file table itself).
+	nameSubagent
 )
 
 const (
@@ -51,6 +58,11 @@ const (
 	// maxName is the longest packed name ("agent-" + 30 digits +
 	// ".jsonl").
 	maxName = len(agentPrefix) + maxAgentHex + len(jsonlExt)
+	// maxTail is the longest part of a path an entry packs
+	// (nameSubagent's: a UUID, "/subagents/" and a name).
+	maxTail = 36 + 1 + len(subagentsDir) + 1 + maxName
+	// subagentsDir holds a session's subagent transcripts.
+	subagentsDir = "subagents"
 )
 
 // packName packs a file name; ok is false when it has no packed form.
@@ -81,22 +93,44 @@ func packName(name string) (kind uint8, packed [16]byte, ok bool) {
 
 const hexDigits = "0123456789abcdef"
 
-// appendName appends the file name f's entry packs (nothing for an
-// unpacked one).
+// appendName appends the part of f's path its entry packs, below its
+// dirEntry's directory: the file's name, or for nameSubagent the session's
+// directory and subagents/ before it (nothing for an unpacked one).
 func (f *fileState) appendName(b []byte) []byte {
 	switch f.nameKind() {
 	case nameUUID:
 		b = session.AppendUUID(b, f.name)
+	case nameSubagent:
+		b = append(session.AppendUUID(b, f.session), filepath.Separator)
+		b = appendAgent(append(append(b, subagentsDir...), filepath.Separator), f.name)
 	case nameAgent:
-		b = append(b, agentPrefix...)
-		for i := 0; i < int(f.name[0]); i++ {
-			c := f.name[1+i/2]
-			b = append(b, hexDigits[(c>>(4*(1-i%2)))&15])
-		}
+		b = appendAgent(b, f.name)
 	default:
 		return b
 	}
 	return append(b, jsonlExt...)
+}
+
+// appendAgent appends "agent-<hex>" of a packed agent name.
+func appendAgent(b []byte, name [16]byte) []byte {
+	b = append(b, agentPrefix...)
+	for i := 0; i < int(name[0]); i++ {
+		c := name[1+i/2]
+		b = append(b, hexDigits[(c>>(4*(1-i%2)))&15])
+	}
+	return b
+}
+
+// appendDir appends the path of f's directory.
+func (f *fileState) appendDir(b []byte) []byte {
+	switch f.nameKind() {
+	case nameWhole:
+		return append(b, filepath.Dir(f.dir.path)...)
+	case nameSubagent:
+		b = append(append(b, f.dir.path...), filepath.Separator)
+		return append(append(session.AppendUUID(b, f.session), filepath.Separator), subagentsDir...)
+	}
+	return append(b, f.dir.path...)
 }
 
 // appendPath appends f's path.
@@ -134,7 +168,7 @@ func (f *fileState) comparePath(p string) int {
 	if c := strings.Compare(d, p[:len(d)]); c != 0 {
 		return c
 	}
-	var buf [1 + maxName]byte
+	var buf [1 + maxTail]byte
 	name := f.appendName(append(buf[:0], filepath.Separator))
 	rest := p[len(d):]
 	switch {
@@ -211,7 +245,11 @@ func (r *reader) newFileState(p, rel, shared string) *fileState {
 	src := session.ClassifySource(rel).Kind
 	dir, name := filepath.Split(p)
 	relDir, relName := filepath.Split(rel)
-	if nk, packed, ok := packName(name); ok && name == relName && len(dir) > 1 {
+	nk, packed, ok := packName(name)
+	if ok && nk == nameAgent && name == relName && r.packSubagent(f, p, rel, packed, src) {
+		return f
+	}
+	if ok && name == relName && len(dir) > 1 {
 		// Split leaves the separator at the end of dir (and of relDir).
 		dir = dir[:len(dir)-1]
 		relDir = strings.TrimSuffix(relDir, string(filepath.Separator))
@@ -224,4 +262,38 @@ func (r *reader) newFileState(p, rel, shared string) *fileState {
 	}
 	f.dir, f.kinds = &dirEntry{path: p, rel: rel}, kindsOf(nameWhole, src)
 	return f
+}
+
+// packSubagent makes f the entry of a subagent's transcript, p (rel under
+// projects/), whose name packs as packed, in <project>/<session>/subagents/:
+// its dirEntry is the project's, shared with the session's transcript.
+// It reports false, leaving f as it was, for any other path.
+func (r *reader) packSubagent(f *fileState, p, rel string, packed [16]byte, src session.SourceKind) bool {
+	sep := string(filepath.Separator)
+	sub := filepath.Dir(p)
+	sess := filepath.Dir(sub)
+	proj := filepath.Dir(sess)
+	if filepath.Base(sub) != subagentsDir || len(proj) <= 1 || proj+sep+filepath.Base(sess)+sep+subagentsDir != sub {
+		return false
+	}
+	id, ok := session.ParseUUID(filepath.Base(sess))
+	if !ok {
+		return false
+	}
+	// rel must read back as the project's part and the packed tail.
+	tail := len(p) - len(proj) // "/<session>/subagents/<name>"
+	if len(rel) < tail || rel[len(rel)-tail:] != p[len(proj):] {
+		return false
+	}
+	relProj := rel[:len(rel)-tail]
+	if relProj == "" || strings.HasSuffix(relProj, sep) {
+		return false // directly in projects/: not a project's dir
+	}
+	g := fileState{kinds: kindsOf(nameSubagent, src), name: packed, session: id}
+	var buf [1 + maxTail]byte
+	if string(g.appendName(append(buf[:0], filepath.Separator))) != p[len(proj):] {
+		return false
+	}
+	f.dir, f.kinds, f.name, f.session = r.dirOf(proj, relProj, ""), g.kinds, packed, id
+	return true
 }

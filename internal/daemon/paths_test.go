@@ -42,10 +42,16 @@ func TestTablePathsReadBackAsGiven(t *testing.T) {
 		{"-home-u-p/0a1b2c3d-4e5f-4a6b-8c7d9-e0f1a2b3c4d.jsonl", nameWhole},
 		{"-home-u-p/" + id + ".json", nameWhole},
 		{"-home-u-p/" + id + "x.jsonl", nameWhole},
-		{"-home-u-p/" + id + "/subagents/agent-a1b2c3d.jsonl", nameAgent},
-		{"-home-u-p/" + id + "/subagents/agent-a8f3c2e1b9d0f4a6c.jsonl", nameAgent},
-		{"-home-u-p/" + id + "/subagents/agent-0.jsonl", nameAgent},
-		{"-home-u-p/" + id + "/subagents/agent-" + strings.Repeat("f", 30) + ".jsonl", nameAgent},
+		{"-home-u-p/" + id + "/subagents/agent-a1b2c3d.jsonl", nameSubagent},
+		{"-home-u-p/" + id + "/subagents/agent-a8f3c2e1b9d0f4a6c.jsonl", nameSubagent},
+		{"-home-u-p/" + id + "/subagents/agent-0.jsonl", nameSubagent},
+		{"-home-u-p/" + id + "/subagents/agent-" + strings.Repeat("f", 30) + ".jsonl", nameSubagent},
+		{"-home-u-p/deeper/" + id + "/subagents/agent-a1.jsonl", nameSubagent},
+		{"-home-u-p/" + strings.ToUpper(id) + "/subagents/agent-a1.jsonl", nameAgent},
+		{"-home-u-p/" + id + "x/subagents/agent-a1.jsonl", nameAgent},
+		{"-home-u-p/" + id + "/subagents/workflows/agent-a1.jsonl", nameAgent},
+		{"-home-u-p/" + id + "/other/agent-a1.jsonl", nameAgent},
+		{id + "/subagents/agent-a1.jsonl", nameAgent},
 		{"-home-u-p/" + id + "/subagents/agent-" + strings.Repeat("f", 31) + ".jsonl", nameWhole},
 		{"-home-u-p/" + id + "/subagents/agent-.jsonl", nameWhole},
 		{"-home-u-p/" + id + "/subagents/agent-acompact-fffbd0.jsonl", nameWhole},
@@ -103,6 +109,8 @@ func TestComparePathAgreesWithStringsCompare(t *testing.T) {
 	rels := []string{
 		"-p/0a1b2c3d-4e5f-4a6b-8c7d-9e0f1a2b3c4d.jsonl",
 		"-p/0a1b2c3d-4e5f-4a6b-8c7d-9e0f1a2b3c4d/subagents/agent-a1.jsonl",
+		"-p/0a1b2c3d-4e5f-4a6b-8c7d-9e0f1a2b3c4d/subagents/agent-a10.jsonl",
+		"-p/0a1b2c3d-4e5f-4a6b-8c7d-9e0f1a2b3c4e/subagents/agent-a1.jsonl",
 		"-p/agent-ff.jsonl",
 		"-p-q/agent-00.jsonl",
 		"-p0/agent-00.jsonl",
@@ -113,7 +121,9 @@ func TestComparePathAgreesWithStringsCompare(t *testing.T) {
 		p := abs(rel)
 		rd.add(p, "")
 		dir := filepath.Dir(p)
-		probes = append(probes, p, p[:len(p)-1], p+"x", p+"/", dir, dir+"/", dir+"-", dir+"0", dir+"/0", dir+"/z", dir[:len(dir)-1], "", "/")
+		up := filepath.Dir(dir)
+		probes = append(probes, p, p[:len(p)-1], p+"x", p+"/", dir, dir+"/", dir+"-", dir+"0", dir+"/0", dir+"/z", dir[:len(dir)-1], "", "/",
+			up, up+"/", up+"-", up[:len(up)-1], up+"/subagents", up+"/subagentz")
 	}
 	for _, f := range rd.files {
 		for _, q := range probes {
@@ -203,13 +213,13 @@ func TestSortForReadPutsLegacyAgentsAfterTheirProject(t *testing.T) {
 // taken.
 func TestScannedDirectoryStringIsShared(t *testing.T) {
 	rd, abs := newTestReader(t)
-	p := abs("-p/00000000-0000-4000-8000-000000000001/subagents/agent-a1.jsonl")
+	p := abs("-p/00000000-0000-4000-8000-000000000001.jsonl")
 	dir := strings.Clone(filepath.Dir(p))
 	f := rd.add(p, dir)
-	if f == nil || unsafe.StringData(f.dir.path) != unsafe.StringData(dir) || f.rel() != "-p/00000000-0000-4000-8000-000000000001/subagents/agent-a1.jsonl" {
+	if f == nil || unsafe.StringData(f.dir.path) != unsafe.StringData(dir) || f.rel() != "-p/00000000-0000-4000-8000-000000000001.jsonl" {
 		t.Fatalf("the directory's string is not the scan's: %q (rel %q)", f.dir.path, f.rel())
 	}
-	q := abs("-q/00000000-0000-4000-8000-000000000002/subagents/agent-a2.jsonl")
+	q := abs("-q/agent-a2.jsonl")
 	other := strings.Clone(filepath.Dir(p))
 	g := rd.add(q, other)
 	if g == nil || g.dir.path != filepath.Dir(q) || unsafe.StringData(g.dir.path) == unsafe.StringData(other) {
@@ -217,6 +227,13 @@ func TestScannedDirectoryStringIsShared(t *testing.T) {
 	}
 	if g.path() != q || f.path() != p {
 		t.Errorf("paths %q %q, want %q %q", f.path(), g.path(), p, q)
+	}
+	// A subagent of the session shares its project's entry, not one of
+	// its subagents/ dir (whose string, the scan's, is not kept).
+	a := abs("-p/00000000-0000-4000-8000-000000000001/subagents/agent-a1.jsonl")
+	h := rd.add(a, strings.Clone(filepath.Dir(a)))
+	if h == nil || h.dir != f.dir || h.path() != a || len(rd.dirs) != 2 {
+		t.Errorf("the subagent's entry: dir %q (shared %v), path %q, %d directories; want the project's, %q, 2", h.dir.path, h.dir == f.dir, h.path(), len(rd.dirs), a)
 	}
 	// The directory map's keys are the entries' own strings, not
 	// substrings of the paths added (which they would keep alive).
