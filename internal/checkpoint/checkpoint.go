@@ -18,17 +18,19 @@ import (
 	"github.com/claude-transcript-exporter/claude-transcript-exporter/internal/tail"
 )
 
-// Version is the state file format version. Version 5 streams the
-// subagents after the assembler's other large parts (the daemon's
-// snapshot.payloads), where version 4 held them in the assembler's head;
-// version 4 is still read. Version 4 writes the file
+// Version is the state file format version. Version 6 holds the files'
+// fingerprints as 128 bits (tail.SumBytes) where version 5 held whole
+// SHA-256 sums; those are still read (their first half is kept). Version
+// 5 streams the subagents after the assembler's other large parts (the
+// daemon's snapshot.payloads), where version 4 held them in the
+// assembler's head; version 4 is still read. Version 4 writes the file
 // table after the File as chunks (see Chunked), so that no encoded buffer
 // holds it whole; version 3 (the table inside the File) is still read.
 // Version 3 added a SHA-256 of the payload, so a damaged file is an error
 // instead of bogus counters; version 2 (the same without it) is still
 // read. Version 2 was the first gob-encoded one (version 1 was JSON, which
 // took seconds to read for a large history).
-const Version = 5
+const Version = 6
 
 // chunkLen is how many elements one gob value of a Chunked payload holds:
 // the encoder buffers one value whole, so this bounds that buffer (a

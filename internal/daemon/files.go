@@ -41,7 +41,7 @@ type fileState struct {
 	// fpSum and fpLen are the fingerprint of the file's first bytes (its
 	// identity in the state file; fingerprint()), its length in 16 bits
 	// where tail.Fingerprint's int32 took 2 bytes more.
-	fpSum [32]byte
+	fpSum [tail.SumBytes]byte
 	fpLen uint16
 	// kinds holds the name's form (nameKind) and the session.SourceKind
 	// (kind), set when the entry is made. What session.ClassifySource
@@ -61,14 +61,15 @@ type fileState struct {
 
 // The table holds an entry per transcript for as long as the daemon runs,
 // so its size is the daemon's at 100,000 files: fields are ordered and
-// typed to fit a 112-byte size class on Unix (stat_unix.go checks it),
+// typed to fit a 96-byte size class on Unix (stat_unix.go checks it),
 // with its path's share of its directory and its packed name (was 208,
 // then 112 and 96 with the path as a string of its own, 80 bytes more in
 // the bench's trees; the subagents' .meta.json are in reader.metas,
 // the device and inode one hash; the fingerprint's length in 16 bits and
 // the flags in one byte took it from 112 to 96). A subagent's session
-// UUID took it back to 112: 1.6 MB at 100,000 files, for the 9 MB its
-// subagents/ directory's entry and path took at 50,000 (nameSubagent).
+// UUID (nameSubagent: 9 MB of directory entries and paths less at
+// 50,000 subagents) took it back to 112, and a fingerprint of 128 bits
+// instead of 256 (tail.SumBytes) to 96.
 
 // fileFlags are an entry's flags, one bit each.
 type fileFlags uint8

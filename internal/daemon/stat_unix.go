@@ -17,9 +17,9 @@ import (
 // syscall.Stat_t) in the file table.
 type fileID struct{ h uint64 }
 
-// With it a file table entry fits the 112-byte size class (files.go):
-// this fails to compile if the entry grows past it.
-var _ [112 - unsafe.Sizeof(fileState{})]struct{}
+// With it a file table entry fits the 96-byte size class (files.go): this
+// fails to compile if the entry grows past it.
+var _ [96 - unsafe.Sizeof(fileState{})]struct{}
 
 func idOf(fi os.FileInfo) fileID {
 	st, ok := fi.Sys().(*syscall.Stat_t)

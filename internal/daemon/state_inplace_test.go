@@ -2,12 +2,18 @@ package daemon
 
 import (
 	"cmp"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
+	"io"
+	"os"
 	"path/filepath"
 	"reflect"
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/claude-transcript-exporter/claude-transcript-exporter/exporter/prom"
 	"github.com/claude-transcript-exporter/claude-transcript-exporter/internal/checkpoint"
@@ -154,5 +160,80 @@ func TestVersion4StateRestoresItsSubagents(t *testing.T) {
 	}
 	if got := canonical(asm2.State()); !reflect.DeepEqual(got.Agents, want.Agents) || !reflect.DeepEqual(got.Sessions, want.Sessions) {
 		t.Errorf("version 4 state: %d subagents and %d sessions restored, want %d and %d", len(got.Agents), len(got.Sessions), len(want.Agents), len(want.Sessions))
+	}
+}
+
+// TestVersion5FingerprintsStillIdentifyTheirFiles: a state file written
+// before fingerprints were cut to 128 bits (version 5) holds each file's
+// whole SHA-256; restored, every file is known as the same one and read
+// on from its offset, not again from its start.
+func TestVersion5FingerprintsStillIdentifyTheirFiles(t *testing.T) {
+	now := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
+	cfg := corpusConfig(t)
+	cfg.StateFile = filepath.Join(t.TempDir(), "state")
+	usage, asm, mapper, rd := stateParts(&cfg, now)
+	files, err := scanTable(&cfg, rd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rd.readFiles(files, false)
+	asm.FlushRead(now)
+	snap := inPlace(&cfg, usage, asm, rd, now)
+	snap.projects = mapper.ProjectLabels()
+	core, extra := snap.payloads()
+	// Version 5's file table: the whole SHA-256 of each file's first
+	// bytes.
+	saved := 0
+	whole := func(yield func([]checkpoint.Entry) error) error {
+		return snap.entries(func(es []checkpoint.Entry) error {
+			for i := range es {
+				if es[i].FPLen == 0 {
+					continue
+				}
+				b := make([]byte, es[i].FPLen)
+				fh, err := os.Open(es[i].Path)
+				if err != nil {
+					return err
+				}
+				_, err = io.ReadFull(fh, b)
+				fh.Close()
+				if err != nil {
+					return err
+				}
+				sum := sha256.Sum256(b)
+				es[i].Fingerprint = hex.EncodeToString(sum[:])
+				saved++
+			}
+			return yield(es)
+		})
+	}
+	if err := checkpoint.Write(cfg.StateFile, &checkpoint.File{WrittenAt: now, FileStream: whole}, append(core, extra...)...); err != nil {
+		t.Fatal(err)
+	}
+	if saved == 0 {
+		t.Fatal("no file with a fingerprint was saved")
+	}
+	f, err := checkpoint.Load(cfg.StateFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	f.Version = 5
+	_, asm2, mapper2, rd2 := stateParts(&cfg, now)
+	if err := restoreState(f, usage, asm2, mapper2, nil, rd2, now); err != nil {
+		t.Fatal(err)
+	}
+	files2, err := scanTable(&cfg, rd2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rd2.readFiles(files2, false)
+	if n := testutil.ToFloat64(rd2.self.FilesReread); n != 0 || rd2.linesN != 0 {
+		t.Errorf("after restoring %d version 5 fingerprints: %v files read again, %d lines read; want none", saved, n, rd2.linesN)
+	}
+	for i, f := range files2 {
+		if f.offset != files[i].offset {
+			t.Errorf("%s: offset %d, want %d", f.path(), f.offset, files[i].offset)
+		}
 	}
 }

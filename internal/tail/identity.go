@@ -11,14 +11,21 @@ import (
 // FingerprintBytes is how many leading bytes identify a file.
 const FingerprintBytes = 1024
 
+// SumBytes is how much of the SHA-256 a Fingerprint keeps: 128 bits
+// tell files apart as well as the whole sum does (a collision by chance
+// is out of reach), and a daemon holds one per file: the other 16 bytes
+// were 1.6 MB at 100,000 files, and took its file entry to a larger size
+// class.
+const SumBytes = 16
+
 // Fingerprint identifies a file by its first bytes: the SHA-256 of up to
-// FingerprintBytes bytes, and how many bytes it covers. A file that
-// grows keeps the fingerprint it had: its first Len bytes do not change.
-// The sum is kept as bytes (a daemon holds one per file; as a hex string
-// it took 64 more bytes each); Hex and ParseFingerprint give the hex form
-// a state file holds.
+// FingerprintBytes bytes (its first SumBytes bytes), and how many bytes it
+// covers. A file that grows keeps the fingerprint it had: its first Len
+// bytes do not change. The sum is kept as bytes (as a hex string it took
+// more bytes each); Hex and ParseFingerprint give the hex form a state
+// file holds.
 type Fingerprint struct {
-	Sum [sha256.Size]byte
+	Sum [SumBytes]byte
 	Len int32 // at most FingerprintBytes (int32 keeps a daemon's file entry in a smaller size class)
 }
 
@@ -26,19 +33,24 @@ type Fingerprint struct {
 func (fp Fingerprint) Hex() string { return hex.EncodeToString(fp.Sum[:]) }
 
 // ParseFingerprint reads a fingerprint from its hex sum and length. It
-// reports false when sum is not a hex SHA-256 or n not a length from 1
-// to FingerprintBytes. Length 0 is the zero Fingerprint, whatever sum.
+// reports false when sum is not SumBytes in hex, nor a whole SHA-256 in
+// hex (state files before version 6 hold those: their first SumBytes are
+// kept), or n not a length from 1 to FingerprintBytes. Length 0 is the
+// zero Fingerprint, whatever sum.
 func ParseFingerprint(sum string, n int) (Fingerprint, bool) {
 	if n == 0 {
 		return Fingerprint{}, true
 	}
-	if n < 0 || n > FingerprintBytes || hex.DecodedLen(len(sum)) != sha256.Size {
+	size := hex.DecodedLen(len(sum))
+	if n < 0 || n > FingerprintBytes || size != SumBytes && size != sha256.Size {
+		return Fingerprint{}, false
+	}
+	var whole [sha256.Size]byte
+	if _, err := hex.Decode(whole[:size], []byte(sum)); err != nil {
 		return Fingerprint{}, false
 	}
 	fp := Fingerprint{Len: int32(n)}
-	if _, err := hex.Decode(fp.Sum[:], []byte(sum)); err != nil {
-		return Fingerprint{}, false
-	}
+	copy(fp.Sum[:], whole[:])
 	return fp, true
 }
 
@@ -64,7 +76,8 @@ func (s *Scratch) FingerprintOf(f io.ReaderAt) (Fingerprint, error) {
 }
 
 func fingerprintBytes(b []byte) Fingerprint {
-	return Fingerprint{Sum: sha256.Sum256(b), Len: int32(len(b))}
+	sum := sha256.Sum256(b)
+	return Fingerprint{Sum: [SumBytes]byte(sum[:SumBytes]), Len: int32(len(b))}
 }
 
 // Matches reports whether f is the file fp was taken of: its first Len

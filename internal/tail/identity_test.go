@@ -2,6 +2,8 @@ package tail
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"io"
 	"strings"
@@ -102,14 +104,23 @@ func TestEndsLineTellsALinesEndFromItsMiddle(t *testing.T) {
 }
 
 // TestFingerprintHexRoundTrips: the hex form a state file holds reads
-// back to the same fingerprint, and what is not one is refused.
+// back to the same fingerprint, so does the whole SHA-256 older state
+// files hold, and what is not one is refused.
 func TestFingerprintHexRoundTrips(t *testing.T) {
-	fp, err := FingerprintOf(bytes.NewReader([]byte("{\"type\":\"user\"}\n")))
+	data := []byte("{\"type\":\"user\"}\n")
+	fp, err := FingerprintOf(bytes.NewReader(data))
 	if err != nil {
 		t.Fatal(err)
 	}
+	if len(fp.Hex()) != 2*SumBytes {
+		t.Errorf("hex %q: %d digits, want %d", fp.Hex(), len(fp.Hex()), 2*SumBytes)
+	}
 	if got, ok := ParseFingerprint(fp.Hex(), int(fp.Len)); !ok || got != fp {
 		t.Errorf("ParseFingerprint(%q, %d) = %+v, %v; want %+v", fp.Hex(), fp.Len, got, ok, fp)
+	}
+	whole := sha256.Sum256(data)
+	if got, ok := ParseFingerprint(hex.EncodeToString(whole[:]), len(data)); !ok || got != fp {
+		t.Errorf("a whole SHA-256 (state files before version 6) reads as %+v, %v; want %+v", got, ok, fp)
 	}
 	if got, ok := ParseFingerprint("whatever", 0); !ok || got != (Fingerprint{}) {
 		t.Errorf("length 0: %+v, %v; want the zero fingerprint", got, ok)
@@ -117,7 +128,8 @@ func TestFingerprintHexRoundTrips(t *testing.T) {
 	for _, bad := range []struct {
 		sum string
 		n   int
-	}{{fp.Hex()[:62], int(fp.Len)}, {fp.Hex() + "00", int(fp.Len)}, {"zz" + fp.Hex()[2:], int(fp.Len)}, {fp.Hex(), -1}, {fp.Hex(), FingerprintBytes + 1}} {
+	}{{fp.Hex()[:30], int(fp.Len)}, {fp.Hex() + "00", int(fp.Len)}, {"zz" + fp.Hex()[2:], int(fp.Len)}, {fp.Hex(), -1}, {fp.Hex(), FingerprintBytes + 1},
+		{hex.EncodeToString(whole[:])[:62], len(data)}, {"zz" + hex.EncodeToString(whole[:])[2:], len(data)}} {
 		if got, ok := ParseFingerprint(bad.sum, bad.n); ok {
 			t.Errorf("ParseFingerprint(%q, %d) = %+v, want refused", bad.sum, bad.n, got)
 		}
