@@ -3,7 +3,9 @@ package discover
 import (
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -350,4 +352,89 @@ func TestDormantSessionIsListedNotWatchedUntilItsTranscriptIsWritten(t *testing.
 	if got := watchedDirs(w); !slices.Equal(got, want) {
 		t.Fatalf("once dormant again, watched:\n got %q\nwant %q", got, want)
 	}
+}
+
+// TestWakeDuringAScanThatFoundTheSessionDormantKeepsItsWatch: a session's
+// transcript is written while a Scan that found it dormant (its stat
+// before the write) runs: the wake finds the watch of its subagents/ and
+// marks it found, so the Scan keeps it and the session's new subagent is
+// hinted.
+func TestWakeDuringAScanThatFoundTheSessionDormantKeepsItsWatch(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	root := t.TempDir()
+	projects := filepath.Join(root, "projects")
+	sess := filepath.Join(projects, "-p", "s")
+	sub := filepath.Join(sess, "subagents")
+	writeFile(t, filepath.Join(sub, "agent-a.jsonl"), "{}\n")
+	writeFile(t, sess+".jsonl", "{}\n")
+	z := filepath.Join(projects, "-z")
+	writeFile(t, filepath.Join(z, "zz.jsonl"), "{}\n")
+	var phase atomic.Int32
+	match := func(name string) bool {
+		if name == "zz.jsonl" && phase.CompareAndSwap(1, 2) {
+			// The session runs again, mid-scan, after its dir was listed.
+			appendFile(t, sess+".jsonl", "{}\n")
+			time.Sleep(300 * time.Millisecond) // the event goroutine handles it (wake)
+		}
+		return isTranscript(name)
+	}
+	w := newTestWatcher(t, Config{Roots: []string{root}, Match: match})
+	mustScan(t, w)
+	if !slices.Contains(watchedDirs(w), sub) {
+		t.Fatalf("awake session's subagents/ not watched: %q", watchedDirs(w))
+	}
+	// A day has passed since the transcript's last write.
+	old := time.Now().Add(-dormantAfter - time.Minute)
+	if err := os.Chtimes(sess+".jsonl", old, old); err != nil {
+		t.Fatal(err)
+	}
+	phase.Store(1)
+	mustScan(t, w)
+	time.Sleep(100 * time.Millisecond)
+	drainRescan(w)
+	for len(w.Events()) > 0 {
+		<-w.Events()
+	}
+	writeFile(t, filepath.Join(sub, "agent-b.jsonl"), "{}\n")
+	timeout := time.After(2 * time.Second)
+	for {
+		select {
+		case ev := <-w.Events():
+			if ev.Path == filepath.Join(sub, "agent-b.jsonl") {
+				return
+			}
+		case <-timeout:
+			t.Fatalf("a running session's new subagent file is not hinted (watched %q; period %v)", watchedDirs(w), w.RescanPeriod())
+		}
+	}
+}
+
+// TestWakeWatchesADormantSessionDirWithoutSubagents: a dormant session's
+// dir holding no subagents/ yet (only tool-results/) is watched once its
+// transcript is written, so the subagents/ its next Task makes is seen.
+func TestWakeWatchesADormantSessionDirWithoutSubagents(t *testing.T) {
+	root := t.TempDir()
+	projects := filepath.Join(root, "projects")
+	sess := filepath.Join(projects, "-p", "s")
+	mkdir(t, filepath.Join(sess, "tool-results"))
+	writeFile(t, sess+".jsonl", "{}\n")
+	old := time.Now().Add(-dormantAfter - time.Hour)
+	if err := os.Chtimes(sess+".jsonl", old, old); err != nil {
+		t.Fatal(err)
+	}
+	w := newTestWatcher(t, Config{Roots: []string{root}})
+	mustScan(t, w)
+	if slices.Contains(watchedDirs(w), sess) {
+		t.Fatalf("dormant session watched")
+	}
+	appendFile(t, sess+".jsonl", "{}\n")
+	waitEvents(t, w, Event{Path: sess + ".jsonl", Op: Changed})
+	// The wake follows the transcript's hint.
+	for deadline := time.Now().Add(waitLimit); !slices.Contains(watchedDirs(w), sess); time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("woken session dir not watched: %q", watchedDirs(w))
+		}
+	}
+	writeFile(t, filepath.Join(sess, "subagents", "agent-a.jsonl"), "{}\n")
+	waitFound(t, w, filepath.Join(sess, "subagents", "agent-a.jsonl"))
 }

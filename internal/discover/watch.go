@@ -233,9 +233,16 @@ func (w *Watcher) wake(path string, parts []string) {
 	}
 	sub := session + string(filepath.Separator) + subagentsDir
 	w.mu.Lock()
-	_, watched := w.watched[session]
-	if !watched {
-		_, watched = w.watched[sub]
+	watched := false
+	for _, dir := range [...]string{session, sub} {
+		if m, ok := w.watched[dir]; ok {
+			// Found, as a walk finds it: a Scan running now that saw
+			// the session dormant (its transcript's stat before this
+			// write) keeps the watch instead of dropping it.
+			m.mark = w.mark
+			w.watched[dir] = m
+			watched = true
+		}
 	}
 	off := w.fsw == nil || w.closed || w.stats.Fallback
 	w.mu.Unlock()
