@@ -53,6 +53,7 @@ func main() {
 	gap := flag.Duration("gap", 50*time.Millisecond, "time between a request's placeholder line and its final line")
 	clkTck := flag.Int("clk-tck", 100, "clock ticks per second of /proc/PID/stat (getconf CLK_TCK)")
 	longMB := flag.Int("long-line-mb", 0, "at the end, append one line of this many MB and report the resident size once it is read (0 skips)")
+	rescan := flag.Bool("rescan", false, "after the appends, start a session in a new project dir (the daemon walks every dir again) and report the resident size and peak 3 s after it is counted")
 	flag.Parse()
 	if *addr == "" || *pid == 0 || *dir == "" {
 		fmt.Fprintln(os.Stderr, "usage: tailprobe -addr HOST:PORT -pid PID -dir CLAUDE_DIR [flags]")
@@ -114,6 +115,9 @@ func main() {
 
 	if *longMB > 0 {
 		defer longLine(client, base, *dir, *pid, *longMB)
+	}
+	if *rescan {
+		defer newProject(client, base, *dir, *pid, *timeout)
 	}
 
 	// Append latency.
@@ -196,6 +200,49 @@ func main() {
 	time.Sleep(*afterAppends)
 	if rss, hwm, err := memStatus(*pid); err == nil {
 		fmt.Printf("rss_after_appends_mib=%.1f\nhwm_after_appends_mib=%.1f\n", rss, hwm)
+	}
+}
+
+// newProject starts a session in a project dir of its own, as Claude Code
+// does in a directory it never ran in: the daemon learns of the new dir
+// and walks every dir again (a rescan, with the whole tree's file list
+// once gathered in memory), then reports the resident size and peak
+// 3 s after the session's file is counted.
+func newProject(client *http.Client, base, dir string, pid int, timeout time.Duration) {
+	body, err := scrape(client, base)
+	if err != nil {
+		fatal(err)
+	}
+	before, ok := metric(body, "claude_transcript_exporter_files_watched")
+	if !ok {
+		fatal(fmt.Errorf("files_watched not on /metrics"))
+	}
+	proj := filepath.Join(dir, "projects", "-bench-probe-new-project")
+	if err := os.MkdirAll(proj, 0o755); err != nil {
+		fatal(err)
+	}
+	sess := uuid()
+	if err := os.WriteFile(filepath.Join(proj, sess+".jsonl"), []byte(requestLine(sess, "msg_probe_"+uuid(), 5, "end_turn")), 0o644); err != nil {
+		fatal(err)
+	}
+	start := time.Now()
+	for {
+		body, err := scrape(client, base)
+		if err != nil {
+			fatal(err)
+		}
+		if v, _ := metric(body, "claude_transcript_exporter_files_watched"); v > before {
+			break
+		}
+		if time.Since(start) > timeout {
+			fatal(fmt.Errorf("a session in a new project dir was not counted within %s", timeout))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	fmt.Printf("new_project_counted_ms=%.1f\n", float64(time.Since(start).Microseconds())/1000)
+	time.Sleep(3 * time.Second)
+	if rss, hwm, err := memStatus(pid); err == nil {
+		fmt.Printf("rss_after_rescan_mib=%.1f\nhwm_after_rescan_mib=%.1f\n", rss, hwm)
 	}
 }
 
