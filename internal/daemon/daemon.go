@@ -232,9 +232,11 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger, stdout io.Writer)
 	// counted before its last line; it then grows by the difference).
 	start := now()
 	rd.between = func() { asm.FlushHistory(now()) }
+	limit.backfill(true)
 	fl.rescan()
 	rd.between = nil
 	asm.FlushRead(now())
+	limit.backfill(false)
 	if traces != nil {
 		traces.window.end()
 	}

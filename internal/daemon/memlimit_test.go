@@ -14,18 +14,25 @@ func TestSoftMemoryLimitThenGOGCBoundTheHeapsRoomToGrow(t *testing.T) {
 		name      string
 		live      []uint64 // live heap after each collection
 		held      []bool   // a state write in flight at that collection
+		reading   []bool   // the backfill reading at that collection
 		wantLifts int      // times the limit was lifted
 		wantGC    []int    // the GOGC values set, in order
 	}{
-		{"a small heap keeps the limit and GOGC", []uint64{10 * mib, 20 * mib, 32 * mib, 36 * mib}, nil, 0, nil},
+		{"a small heap keeps the limit and GOGC", []uint64{10 * mib, 20 * mib, 32 * mib, 36 * mib}, nil, nil, 0, nil},
 		{"past where the limit leaves less room than liftRoom it is lifted and GOGC bounds the room",
-			[]uint64{20 * mib, 35 * mib, 37 * mib, 48 * mib, 64 * mib, 10 * mib}, nil, 1, []int{32, 25, 20, 100}},
-		{"GOGC never goes below 20", []uint64{39 * mib, 200 * mib}, nil, 1, []int{30, 20}},
-		{"moves under 5 are not made", []uint64{40 * mib, 41 * mib, 42 * mib}, nil, 1, []int{30}},
+			[]uint64{20 * mib, 35 * mib, 37 * mib, 48 * mib, 64 * mib, 10 * mib}, nil, nil, 1, []int{32, 25, 20, 100}},
+		{"GOGC never goes below 20", []uint64{39 * mib, 200 * mib}, nil, nil, 1, []int{30, 20}},
+		{"moves under 5 are not made", []uint64{40 * mib, 41 * mib, 42 * mib}, nil, nil, 1, []int{30}},
 		{"a state write's snapshot does not lift the limit", []uint64{30 * mib, 45 * mib, 31 * mib},
-			[]bool{false, true, false}, 0, nil},
+			[]bool{false, true, false}, nil, 0, nil},
 		{"a heap still large once the write is done does", []uint64{30 * mib, 45 * mib, 45 * mib},
-			[]bool{false, true, false}, 1, []int{26}},
+			[]bool{false, true, false}, nil, 1, []int{26}},
+		{"while the backfill reads, a heap that fits under the limit keeps it", []uint64{30 * mib, 38 * mib, 44 * mib, 32 * mib},
+			nil, []bool{true, true, true, false}, 0, nil},
+		{"while the backfill reads, a heap past the limit lifts it", []uint64{38 * mib, 45 * mib},
+			nil, []bool{true, true}, 1, []int{26}},
+		{"once the backfill is done, the usual rule", []uint64{38 * mib, 38 * mib},
+			nil, []bool{true, false}, 1, []int{31}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -46,6 +53,7 @@ func TestSoftMemoryLimitThenGOGCBoundTheHeapsRoomToGrow(t *testing.T) {
 				if i < len(tt.held) && tt.held[i] {
 					s.hold()
 				}
+				s.backfill(i < len(tt.reading) && tt.reading[i])
 				if !s.check() {
 					t.Fatalf("check after collection %d stopped checking", i)
 				}

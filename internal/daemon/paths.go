@@ -15,9 +15,13 @@ import (
 // "agent-<hex>.jsonl". So an entry keeps its directory as a pointer to
 // an entry shared by its siblings (dirEntry, interned by the reader) and
 // its name packed in 16 bytes: a UUID as its bytes, an agent's hex as its
-// nibbles. A name of any other form (rare: Claude Code's own compaction
-// agents, files a user put there) is not packed: its entry's dirEntry is
-// then its own and holds the whole path. A path is made as a string only
+// nibbles. A subagent's transcript, <project>/<session>/subagents/
+// agent-<hex>.jsonl, shares its project's entry, with its session's UUID
+// packed beside its name (nameSubagent): a directory of its own per
+// session was most of what subagents cost. A name of any other form
+// (rare: Claude Code's own compaction agents, files a user put there) is
+// not packed: its entry's dirEntry is then its own and holds the whole
+// path. A path is made as a string only
 // when it is needed (opening the file, a log line, a state write); a
 // lookup compares without making one.
 
