@@ -226,23 +226,30 @@ func newProject(client *http.Client, base, dir string, pid int, timeout time.Dur
 		fatal(err)
 	}
 	start := time.Now()
+	waitAbove(client, base, "claude_transcript_exporter_files_watched", before, timeout, "a session in a new project dir was not counted")
+	fmt.Printf("new_project_counted_ms=%.1f\n", float64(time.Since(start).Microseconds())/1000)
+	time.Sleep(3 * time.Second)
+	if rss, hwm, err := memStatus(pid); err == nil {
+		fmt.Printf("rss_after_rescan_mib=%.1f\nhwm_after_rescan_mib=%.1f\n", rss, hwm)
+	}
+}
+
+// waitAbove polls /metrics until the series name is above before, and
+// fails the probe with what (and the time waited) after timeout.
+func waitAbove(client *http.Client, base, name string, before float64, timeout time.Duration, what string) {
+	start := time.Now()
 	for {
 		body, err := scrape(client, base)
 		if err != nil {
 			fatal(err)
 		}
-		if v, _ := metric(body, "claude_transcript_exporter_files_watched"); v > before {
-			break
+		if v, _ := metric(body, name); v > before {
+			return
 		}
 		if time.Since(start) > timeout {
-			fatal(fmt.Errorf("a session in a new project dir was not counted within %s", timeout))
+			fatal(fmt.Errorf("%s within %s", what, timeout))
 		}
 		time.Sleep(50 * time.Millisecond)
-	}
-	fmt.Printf("new_project_counted_ms=%.1f\n", float64(time.Since(start).Microseconds())/1000)
-	time.Sleep(3 * time.Second)
-	if rss, hwm, err := memStatus(pid); err == nil {
-		fmt.Printf("rss_after_rescan_mib=%.1f\nhwm_after_rescan_mib=%.1f\n", rss, hwm)
 	}
 }
 
@@ -513,19 +520,7 @@ func longLine(client *http.Client, base, dir string, pid, mb int) {
 		fatal(err)
 	}
 	start := time.Now()
-	for {
-		body, err := scrape(client, base)
-		if err != nil {
-			fatal(err)
-		}
-		if v, _ := metric(body, linesMetric); v > before {
-			break
-		}
-		if time.Since(start) > time.Minute {
-			fatal(fmt.Errorf("long line: not read after a minute"))
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	waitAbove(client, base, linesMetric, before, time.Minute, "long line: not read")
 	time.Sleep(time.Second)
 	if rss, hwm, err := memStatus(pid); err == nil {
 		fmt.Printf("long_line_mb=%d\nlong_line_read_s=%.2f\nrss_after_long_line_mib=%.1f\nhwm_with_long_line_mib=%.1f\n", mb, time.Since(start).Seconds()-1, rss, hwm)

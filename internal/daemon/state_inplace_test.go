@@ -120,11 +120,10 @@ func canonical(st session.State) session.State {
 	return st
 }
 
-// TestVersion4StateRestoresItsSubagents: a state file written before the
-// subagents were streamed after the assembler's other large parts
-// (version 5) holds them in the assembler's head; it restores them.
-func TestVersion4StateRestoresItsSubagents(t *testing.T) {
-	now := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
+// readCorpus reads the corpus trees into a reader and assembler of their
+// own, with a state file in a temp dir, and settles what was read.
+func readCorpus(t *testing.T, now time.Time) (Config, *prom.Metrics, *session.Assembler, *metrics.Mapper, *reader, []*fileState) {
+	t.Helper()
 	cfg := corpusConfig(t)
 	cfg.StateFile = filepath.Join(t.TempDir(), "state")
 	usage, asm, mapper, rd := stateParts(&cfg, now)
@@ -134,6 +133,15 @@ func TestVersion4StateRestoresItsSubagents(t *testing.T) {
 	}
 	rd.readFiles(files, false)
 	asm.FlushRead(now)
+	return cfg, usage, asm, mapper, rd, files
+}
+
+// TestVersion4StateRestoresItsSubagents: a state file written before the
+// subagents were streamed after the assembler's other large parts
+// (version 5) holds them in the assembler's head; it restores them.
+func TestVersion4StateRestoresItsSubagents(t *testing.T) {
+	now := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
+	cfg, usage, asm, mapper, rd, _ := readCorpus(t, now)
 	want := canonical(asm.State())
 	if len(want.Agents) == 0 {
 		t.Fatal("the corpus gave no subagents")
@@ -169,15 +177,7 @@ func TestVersion4StateRestoresItsSubagents(t *testing.T) {
 // on from its offset, not again from its start.
 func TestVersion5FingerprintsStillIdentifyTheirFiles(t *testing.T) {
 	now := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
-	cfg := corpusConfig(t)
-	cfg.StateFile = filepath.Join(t.TempDir(), "state")
-	usage, asm, mapper, rd := stateParts(&cfg, now)
-	files, err := scanTable(&cfg, rd)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rd.readFiles(files, false)
-	asm.FlushRead(now)
+	cfg, usage, asm, mapper, rd, files := readCorpus(t, now)
 	snap := inPlace(&cfg, usage, asm, rd, now)
 	snap.projects = mapper.ProjectLabels()
 	core, extra := snap.payloads()
