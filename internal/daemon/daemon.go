@@ -133,8 +133,10 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger, stdout io.Writer)
 		KeepToolIO:   cfg.Traces.Captures(CaptureTools),
 		MaxKeepBytes: cfg.Traces.CaptureMaxBytes,
 	}
-	asm := session.New(session.Config{Settle: cfg.Settle, IdleTimeout: cfg.IdleTimeout}, session.Fanout(sinks))
+	sinkQ := newSinkQueue(session.Fanout(sinks))
+	asm := session.New(session.Config{Settle: cfg.Settle, IdleTimeout: cfg.IdleTimeout}, sinkQ)
 	rd := newReader(&cfg, logger.With("component", "reader"), self, asm, decOpts, now)
+	rd.sinks = sinkQ
 	stats := &statsPublisher{self: self}
 
 	if traces != nil {

@@ -201,6 +201,9 @@ type reader struct {
 	// between, when set, runs between two groups of a long read (the
 	// backfill flushes there; see readFiles).
 	between func()
+	// sinks, when set, is the assembler's sink: it delivers on a
+	// goroutine of its own while a read is under way (sinkqueue.go).
+	sinks *sinkQueue
 	// src is the source of srcOf, the file of the last record, made at
 	// metaGen srcGen (record).
 	src    session.Source
@@ -654,7 +657,12 @@ func (r *reader) record(f *fileState, rec *transcript.Record, now time.Time) {
 		}
 	}
 	if r.window != nil {
-		r.window.see(rec.SessionID, f.modTime())
+		if r.sinks != nil {
+			// In order with the units the sinks take (sinkqueue.go).
+			r.sinks.see(r.window, rec.SessionID, f.modTime())
+		} else {
+			r.window.see(rec.SessionID, f.modTime())
+		}
 	}
 	if gen := r.metaGen.Load(); r.srcOf != f || r.srcGen != gen {
 		// Records come file by file: the source is made once per run of

@@ -364,6 +364,10 @@ func (r *reader) readSeq(files iter.Seq[*fileState], atEOF bool) int {
 			}
 		}
 	}
+	if r.sinks != nil {
+		r.sinks.begin()
+		defer r.sinks.end()
+	}
 	now := r.now()
 	// A file's ranges are consumed in order, one after another: it is
 	// counted at the first that read (a set of the files read held an
