@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -238,6 +239,49 @@ func TestSplitRangesKeepTheirPlaceBetweenPauses(t *testing.T) {
 			}
 			if records["a"] != 5000 || records["b"] != 3 || records["d"] != 1500 || records["c"] < maxBatchRecords || records["c"] >= 200_000 {
 				t.Errorf("records %v: want a, b and d whole and c cut short after its first part", records)
+			}
+		})
+	}
+}
+
+// TestTheFeederRunsAheadBoundedWhileTheAssemblyLags: with an assembly that
+// takes its time, the feeder runs ahead of it by the window and feedAhead
+// jobs at most (each fed job may hold an open file), and by more than the
+// window (it does not wait for the assembly job by job); the jobs reach
+// the assembly once each, in order.
+func TestTheFeederRunsAheadBoundedWhileTheAssemblyLags(t *testing.T) {
+	for _, workers := range []int{1, 2, 4} {
+		t.Run(fmt.Sprintf("%d workers", workers), func(t *testing.T) {
+			const jobs = 400
+			window := inFlightPerWorker * workers
+			var mu sync.Mutex
+			fed, consumed, ahead := 0, 0, 0
+			decodeInOrder(func(emit func(job)) {
+				for range jobs {
+					emit(job{pause: true})
+					mu.Lock()
+					fed++
+					ahead = max(ahead, fed-consumed)
+					mu.Unlock()
+				}
+			}, workers, 4096, transcript.Options{}, make(chan []transcript.Record, recycledBatches(workers)), func(d *decoded) {
+				if d.seq != consumed {
+					t.Fatalf("job %d consumed in place %d", d.seq, consumed)
+				}
+				time.Sleep(100 * time.Microsecond)
+				mu.Lock()
+				consumed++
+				mu.Unlock()
+			})
+			if consumed != jobs {
+				t.Fatalf("consumed %d jobs, fed %d", consumed, jobs)
+			}
+			// One more: a job counts as fed once emit returned.
+			if limit := window + feedAhead + 1; ahead > limit {
+				t.Errorf("the feeder ran %d jobs ahead of the assembly, the bound is %d", ahead, limit)
+			}
+			if ahead <= window+1 {
+				t.Errorf("the feeder ran at most %d jobs ahead: it waited for the assembly (window %d)", ahead, window)
 			}
 		})
 	}
