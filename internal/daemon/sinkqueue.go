@@ -190,24 +190,30 @@ func (q *sinkQueue) queued(k unitKind) {
 	}
 }
 
+// put queues a copy of u in the current batch's slice list returns, when
+// queueing; it reports whether it did.
+func put[T any](q *sinkQueue, k unitKind, list func(*unitBatch) *[]T, u *T) bool {
+	if !q.on {
+		return false
+	}
+	l := list(q.cur)
+	*l = append(*l, *u)
+	q.queued(k)
+	return true
+}
+
 // Session implements session.Sink.
 func (q *sinkQueue) Session(u *session.Session) {
-	if !q.on {
+	if !put(q, unitSession, func(b *unitBatch) *[]session.Session { return &b.sessions }, u) {
 		q.next.Session(u)
-		return
 	}
-	q.cur.sessions = append(q.cur.sessions, *u)
-	q.queued(unitSession)
 }
 
 // Turn implements session.Sink.
 func (q *sinkQueue) Turn(u *session.Turn) {
-	if !q.on {
+	if !put(q, unitTurn, func(b *unitBatch) *[]session.Turn { return &b.turns }, u) {
 		q.next.Turn(u)
-		return
 	}
-	q.cur.turns = append(q.cur.turns, *u)
-	q.queued(unitTurn)
 }
 
 // Request implements session.Sink. Its slices are copied: the assembler
@@ -220,68 +226,49 @@ func (q *sinkQueue) Request(u *session.Request) {
 	c := *u
 	c.ToolUseIDs = slices.Clone(u.ToolUseIDs)
 	c.Advisor = slices.Clone(u.Advisor)
-	q.cur.requests = append(q.cur.requests, c)
-	q.queued(unitRequest)
+	put(q, unitRequest, func(b *unitBatch) *[]session.Request { return &b.requests }, &c)
 }
 
 // RequestUpdate implements session.Sink.
 func (q *sinkQueue) RequestUpdate(u *session.RequestUpdate) {
-	if !q.on {
+	if !put(q, unitRequestUpdate, func(b *unitBatch) *[]session.RequestUpdate { return &b.updates }, u) {
 		q.next.RequestUpdate(u)
-		return
 	}
-	q.cur.updates = append(q.cur.updates, *u)
-	q.queued(unitRequestUpdate)
 }
 
 // ToolCall implements session.Sink.
 func (q *sinkQueue) ToolCall(u *session.ToolCall) {
-	if !q.on {
+	if !put(q, unitToolCall, func(b *unitBatch) *[]session.ToolCall { return &b.tools }, u) {
 		q.next.ToolCall(u)
-		return
 	}
-	q.cur.tools = append(q.cur.tools, *u)
-	q.queued(unitToolCall)
 }
 
 // Subagent implements session.Sink.
 func (q *sinkQueue) Subagent(u *session.Subagent) {
-	if !q.on {
+	if !put(q, unitSubagent, func(b *unitBatch) *[]session.Subagent { return &b.agents }, u) {
 		q.next.Subagent(u)
-		return
 	}
-	q.cur.agents = append(q.cur.agents, *u)
-	q.queued(unitSubagent)
 }
 
 // Compaction implements session.Sink.
 func (q *sinkQueue) Compaction(u *session.Compaction) {
-	if !q.on {
+	if !put(q, unitCompaction, func(b *unitBatch) *[]session.Compaction { return &b.compactions }, u) {
 		q.next.Compaction(u)
-		return
 	}
-	q.cur.compactions = append(q.cur.compactions, *u)
-	q.queued(unitCompaction)
 }
 
 // APIError implements session.Sink.
 func (q *sinkQueue) APIError(u *session.APIError) {
-	if !q.on {
+	if !put(q, unitAPIError, func(b *unitBatch) *[]session.APIError { return &b.errors }, u) {
 		q.next.APIError(u)
-		return
 	}
-	q.cur.errors = append(q.cur.errors, *u)
-	q.queued(unitAPIError)
 }
 
 // PullRequest implements session.Sink.
 func (q *sinkQueue) PullRequest(u *session.PullRequest) {
-	if !q.on {
+	if !put(q, unitPullRequest, func(b *unitBatch) *[]session.PullRequest { return &b.prs }, u) {
 		q.next.PullRequest(u)
-		return
 	}
-	q.cur.prs = append(q.cur.prs, *u)
-	q.queued(unitPullRequest)
 }
 
 // see marks session id in w (traceWindow.see) in order with the units
