@@ -233,6 +233,9 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger, stdout io.Writer)
 	// on and at its end (a request being streamed right now may be
 	// counted before its last line; it then grows by the difference).
 	start := now()
+	// The code that built the stages has run: its pages need not stay
+	// resident (codepages_linux.go). Again once the backfill's has run.
+	releaseCodePages()
 	rd.between = func() { asm.FlushHistory(now()) }
 	limit.backfill(true)
 	fl.rescan()
@@ -255,6 +258,7 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger, stdout io.Writer)
 	// the pages, before the first snapshot adds its own (a large snapshot
 	// returns its garbage after its write: stateKeeper.save).
 	debug.FreeOSMemory()
+	releaseCodePages()
 	st.save(usage, asm, rd, traces, now(), true)
 	fl.nextFlush = now().Add(cfg.StateFlushInterval)
 	// The plan's usage poll runs beside the pipeline (a request may take
