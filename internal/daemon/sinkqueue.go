@@ -23,12 +23,14 @@ import (
 // sinks own their state; the units are copies).
 type sinkQueue struct {
 	next session.Sink
-	// on says units are queued (between begin and end).
-	on   bool
-	cur  *unitBatch
-	full chan *unitBatch // to the delivering goroutine
-	free chan *unitBatch // back from it, for reuse
-	done chan struct{}   // closed when the goroutine has delivered all
+	// on says units are queued (between begin and end); depth counts
+	// the begins not yet ended (a read within a read queues on).
+	on    bool
+	depth int
+	cur   *unitBatch
+	full  chan *unitBatch // to the delivering goroutine
+	free  chan *unitBatch // back from it, for reuse
+	done  chan struct{}   // closed when the goroutine has delivered all
 	// made counts the batches made for this read: at most queueBatches.
 	made int
 	// lastSeen is the last window mark queued (see).
@@ -137,6 +139,7 @@ func emptied[T any](s []T) []T {
 // begin starts queueing. Only the goroutine that calls the sink methods
 // calls begin and end.
 func (q *sinkQueue) begin() {
+	q.depth++
 	if q.on {
 		return
 	}
@@ -158,7 +161,10 @@ func (q *sinkQueue) begin() {
 // end delivers what is queued, waits for it, and goes back to handing
 // units over at once.
 func (q *sinkQueue) end() {
-	if !q.on {
+	if q.depth > 0 {
+		q.depth--
+	}
+	if !q.on || q.depth > 0 {
 		return
 	}
 	if len(q.cur.kinds) > 0 {

@@ -100,6 +100,18 @@ func TestSinkQueueOutsideAReadDeliversAtOnce(t *testing.T) {
 	if len(got.got) != 2 {
 		t.Fatalf("end returned with %d units delivered, want 2", len(got.got))
 	}
+	// A read within a read: the inner end leaves the queue on.
+	q.begin()
+	q.begin()
+	q.end()
+	if !q.on {
+		t.Fatal("the inner end of a nested read stopped the queue")
+	}
+	q.Request(&session.Request{MessageID: "o"})
+	q.end()
+	if q.on || len(got.got) != 3 {
+		t.Fatalf("after the outer end: on %v, %d units delivered, want off and 3", q.on, len(got.got))
+	}
 }
 
 // The trace window is marked in order with the units: a request queued
