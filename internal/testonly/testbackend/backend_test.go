@@ -615,3 +615,34 @@ func TestJaegerFindsSpansItReceived(t *testing.T) {
 		t.Errorf("services = %v, %v", services, err)
 	}
 }
+
+func TestThanosReceiversStartOutsideTheirPruningMinutes(t *testing.T) {
+	at := func(h, m, s int) time.Time { return time.Date(2026, 11, 28, h, m, s, 0, time.Local) }
+	for _, tc := range []struct {
+		name string
+		now  time.Time
+		want time.Duration
+	}{
+		{"midday, far from a pruning minute", at(13, 35, 0), 0},
+		{"in the pruning minute CI lost a run to", at(12, 0, 23), 37 * time.Second},
+		{"at the start of a pruning minute", at(16, 0, 0), time.Minute},
+		{"the second after a pruning minute", at(20, 1, 0), 0},
+		{"midnight is a pruning minute", at(0, 0, 59), time.Second},
+		{"just inside the lead before one", at(3, 58, 45), 75*time.Second + time.Minute},
+		{"just before the lead", at(3, 58, 44), 0},
+		{"two hours past one is not one", at(6, 0, 10), 0},
+		{"before midnight's", at(23, 59, 30), 90 * time.Second},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := thanosPruneWait(tc.now); got != tc.want {
+				t.Errorf("thanosPruneWait(%s) = %v, want %v", tc.now.Format("15:04:05"), got, tc.want)
+			}
+			// Whatever the wait, the start it leads to is outside the
+			// pruning minutes and their lead.
+			start := tc.now.Add(tc.want)
+			if w := thanosPruneWait(start); w != 0 {
+				t.Errorf("starting at %s after waiting still waits %v", start.Format("15:04:05"), w)
+			}
+		})
+	}
+}

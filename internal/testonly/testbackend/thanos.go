@@ -182,7 +182,7 @@ func startThanosHashring(t testing.TB, bin, dir string, opts ThanosOptions) (_ *
 		}
 	}()
 	for _, r := range h.receivers {
-		if err := r.start(); err != nil {
+		if err := r.start(t); err != nil {
 			return nil, failed("start thanos "+r.name, err, r.logPath)
 		}
 	}
@@ -318,7 +318,7 @@ func (r *ThanosReceiver) Kill(t testing.TB) {
 // replays its WAL) and waits until it is ready.
 func (r *ThanosReceiver) Restart(t testing.TB) {
 	t.Helper()
-	if err := r.start(); err != nil {
+	if err := r.start(t); err != nil {
 		t.Fatalf("restart thanos %s: %v\n%s", r.name, err, logTail(r.logPath, logTailLines))
 	}
 	if err := waitHTTPReady(r.proc, "http://"+r.http+"/-/ready", thanosStartTimeout); err != nil {
@@ -326,11 +326,15 @@ func (r *ThanosReceiver) Restart(t testing.TB) {
 	}
 }
 
-func (r *ThanosReceiver) start() error {
+func (r *ThanosReceiver) start(t testing.TB) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.proc != nil {
 		return fmt.Errorf("already running")
+	}
+	if wait := thanosPruneWait(time.Now()); wait > 0 {
+		t.Logf("thanos %s: waiting %v to start outside the minute thanos receive prunes its tenants in", r.name, wait.Round(time.Second))
+		time.Sleep(wait)
 	}
 	p, err := startProcess("thanos "+r.name, r.bin, r.args, r.logPath)
 	if err != nil {
@@ -388,4 +392,39 @@ func StartThanos(t testing.TB, name string, args []string, readyURL string) *Tha
 func (p *ThanosProcess) Log() string {
 	b, _ := os.ReadFile(p.logPath)
 	return string(b)
+}
+
+// Thanos receive (v0.42.4) checks once a minute from its start, the first
+// time at once, and prunes its tenants when the minute of the day (local
+// time) is a multiple of thanosPruneEveryMinutes, 2 × the default
+// --tsdb.max-block-duration of 2h (cmd/thanos/receive.go). A tenant whose
+// TSDB is still opening then has none, and the pruning dereferences it and
+// the receiver panics (thanos-io/thanos#8990, "receive: avoid pruning panic", merged
+// upstream but in no release up to v0.42.5). CI lost a run to it when a receiver
+// started at 12:00:23. Receivers are therefore started outside those
+// minutes and far enough before them that start-up (and opening the TSDBs
+// it finds) is over when the first one comes.
+const (
+	thanosPruneEveryMinutes = 240
+	// thanosPruneLead is how long before a pruning minute a receiver is
+	// no longer started.
+	thanosPruneLead = 75 * time.Second
+)
+
+// thanosPruneWait is how long to wait from now before starting a thanos
+// receive so that it does not start in, or within thanosPruneLead of, a
+// minute in which it prunes its tenants; 0 when it can start at once.
+func thanosPruneWait(now time.Time) time.Duration {
+	const period = thanosPruneEveryMinutes * time.Minute
+	// The wall clock's time of day, as thanos computes its minute.
+	sinceMidnight := time.Duration(now.Hour())*time.Hour + time.Duration(now.Minute())*time.Minute +
+		time.Duration(now.Second())*time.Second + time.Duration(now.Nanosecond())
+	into := sinceMidnight % period // time since the last pruning minute began
+	switch {
+	case into < time.Minute:
+		return time.Minute - into
+	case period-into <= thanosPruneLead:
+		return period - into + time.Minute
+	}
+	return 0
 }
