@@ -40,6 +40,34 @@ type vec struct {
 	gen, sortedGen uint64
 	// buf builds the key of a lookup without allocating (under mu).
 	buf []byte
+	// recent holds the series of label values looked up lately (under
+	// mu), direct-mapped by recentSlot. The mapper passes the same few
+	// combinations request after request (a model's token types, its
+	// cost), mostly as the very same strings, whose comparison then
+	// stops at their pointers: a hit builds and hashes no key. Series
+	// are never deleted, so an entry never goes stale.
+	recent [recentSeries]recentEntry
+}
+
+// recentSeries is the number of entries of a vec's recent cache.
+const recentSeries = 16
+
+type recentEntry struct {
+	lv []string
+	s  *series
+}
+
+// recentSlot picks the cache entry of label values from their lengths
+// and end bytes (a token type's "5m" and "1h" differ only there).
+func recentSlot(lv []string) int {
+	h := uint(len(lv))
+	for _, l := range lv {
+		h = h*31 + uint(len(l))
+		if len(l) > 0 {
+			h = h*31 + uint(l[0]) + uint(l[len(l)-1])<<3
+		}
+	}
+	return int(h % recentSeries)
 }
 
 type series struct {
@@ -89,8 +117,13 @@ func key(lv []string) string { return string(appendKey(nil, lv)) }
 // get returns the series for the label values, creating it; callers hold
 // v.mu.
 func (v *vec) get(lv []string) *series {
+	r := &v.recent[recentSlot(lv)]
+	if r.s != nil && slices.Equal(r.lv, lv) {
+		return r.s
+	}
 	v.buf = appendKey(v.buf[:0], lv)
 	s := v.m[string(v.buf)]
+	r.lv, r.s = append(r.lv[:0], lv...), s
 	if s == nil {
 		s = &series{labels: append([]string(nil), lv...)}
 		if v.buckets != nil {
@@ -98,6 +131,7 @@ func (v *vec) get(lv []string) *series {
 		}
 		v.m[string(v.buf)] = s
 		v.gen++
+		r.s = s
 	}
 	return s
 }
