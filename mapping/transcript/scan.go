@@ -128,7 +128,24 @@ func readString(b []byte, i int) (raw []byte, escaped bool, next int, err error)
 	if i >= len(b) || b[i] != '"' {
 		return nil, false, 0, errSyntax
 	}
-	end, esc, err := stringEnd(b, i+1)
+	// Most strings read are short and plain (keys, ids, times, names):
+	// the scan of nextStringSpecial, here without the frames of its
+	// callers, finds their closing quote; anything else is taken on by
+	// stringEnd from the first special byte.
+	j := i + 1
+	for ; j+8 <= len(b); j += 8 {
+		w := binary.LittleEndian.Uint64(b[j:])
+		q := w ^ (lsb * '"')
+		s := w ^ (lsb * '\\')
+		if m := (((q - lsb) &^ q) | ((s - lsb) &^ s) | ((w - lsb*0x20) &^ w)) & hiBits; m != 0 {
+			j += bits.TrailingZeros64(m) >> 3
+			if b[j] == '"' {
+				return b[i+1 : j], false, j + 1, nil
+			}
+			break
+		}
+	}
+	end, esc, err := stringEnd(b, j)
 	if err != nil {
 		return nil, false, 0, err
 	}

@@ -86,7 +86,9 @@ func TestStringEnd(t *testing.T) {
 	}
 }
 
-// FuzzStringEnd compares stringEnd with the quote-to-quote reference.
+// FuzzStringEnd compares stringEnd, and readString (which scans plain
+// strings itself and hands the rest to stringEnd), with the quote-to-quote
+// reference.
 func FuzzStringEnd(f *testing.F) {
 	for _, s := range []string{`"`, `abc"`, `a\"b"`, `a\\"`, "a\nb\"", `\u00e9"`, `1234567\"9"`, "\u2500\u2500\"", `abc\`} {
 		f.Add([]byte(s))
@@ -96,6 +98,14 @@ func FuzzStringEnd(f *testing.F) {
 		wantEnd, wantEsc, wantErr := stringEndByQuotes(b, 0)
 		if (err != nil) != (wantErr != nil) || end != wantEnd || esc != wantEsc {
 			t.Fatalf("stringEnd(%q) = (%d, %v, %v), reference says (%d, %v, %v)", b, end, esc, err, wantEnd, wantEsc, wantErr)
+		}
+		quoted := append([]byte{'"'}, b...)
+		raw, esc, next, err := readString(quoted, 0)
+		if (err != nil) != (wantErr != nil) {
+			t.Fatalf("readString(%q): error %v, reference says %v", quoted, err, wantErr)
+		}
+		if err == nil && (string(raw) != string(b[:wantEnd]) || esc != wantEsc || next != wantEnd+2) {
+			t.Fatalf("readString(%q) = (%q, %v, %d), reference says (%q, %v, %d)", quoted, raw, esc, next, b[:wantEnd], wantEsc, wantEnd+2)
 		}
 	})
 }
