@@ -60,6 +60,16 @@ type Assembler struct {
 	// byTool finds the subagent a Task/Agent call launched.
 	byTool map[string]*agentState
 	ctxs   map[ctxKey]*ctxState
+	// last is the reading context of the record before: a file's
+	// records come one after another with the same session and agent,
+	// and looking both up (two maps keyed by strings) for each was a
+	// fifth of the assembly's map work. It is forgotten whenever a
+	// session or a context leaves its map (forgetLast).
+	last struct {
+		sessionID, agentID string
+		sess               *sessState
+		ctx                *ctxState
+	}
 	// sideRoots names the subagent of each sidechain written inside a
 	// session file (Claude Code up to 2.0), by its first line's uuid, so
 	// that a resumed session's copy of it is the same subagent.
@@ -134,8 +144,11 @@ type sessState struct {
 	title                      string
 	projectDir                 string
 	started, ended             bool
-	start, last                time.Time
-	lastSeen                   time.Time
+	// inOpen says the session is in Assembler.open (asked of every
+	// record; the map's lookup by id was a tenth of its map work).
+	inOpen      bool
+	start, last time.Time
+	lastSeen    time.Time
 	// gen is the Assembler.gen of the group of history that last touched
 	// the session (see FlushHistory); hasCtx says it may have reading
 	// contexts in Assembler.ctxs (see dropContexts).
@@ -293,6 +306,9 @@ func (a *Assembler) context(src *Source, r *transcript.Record, now time.Time) *c
 }
 
 func (a *Assembler) session(id string, src *Source) *sessState {
+	if a.last.sess != nil && a.last.sessionID == id {
+		return a.last.sess
+	}
 	s := a.liveSession(id)
 	if s == nil {
 		s = &sessState{seq: a.next(), id: id, projectDir: src.ProjectDir}
@@ -324,6 +340,9 @@ func (a *Assembler) projectOf(id string) (string, bool) {
 }
 
 func (a *Assembler) ctxFor(s *sessState, agentID string, now time.Time) *ctxState {
+	if a.last.ctx != nil && a.last.sess == s && a.last.agentID == agentID {
+		return a.last.ctx
+	}
 	k := ctxKey{s.id, agentID}
 	c := a.ctxs[k]
 	if c == nil {
@@ -341,8 +360,13 @@ func (a *Assembler) ctxFor(s *sessState, agentID string, now time.Time) *ctxStat
 		a.ctxs[k] = c
 		s.hasCtx = true
 	}
+	a.last.sessionID, a.last.agentID, a.last.sess, a.last.ctx = s.id, agentID, s, c
 	return c
 }
+
+// forgetLast forgets the context of the record before (see last); every
+// change that takes a session or a context out of its map calls it.
+func (a *Assembler) forgetLast() { a.last.sess, a.last.ctx = nil, nil }
 
 func (c *ctxState) remember(uuid string, t time.Time, msgID string) {
 	if uuid == "" {
@@ -391,8 +415,8 @@ func (a *Assembler) addIn(c *ctxState, src *Source, r *transcript.Record, now ti
 	s.gen = a.gen
 	// A session closed by the idle timeout that gets new records is open
 	// again (it is not counted again).
-	if s.ended || a.open[s.id] == nil {
-		s.ended = false
+	if s.ended || !s.inOpen {
+		s.ended, s.inOpen = false, true
 		a.open[s.id] = s
 	}
 	isMsg := r.Kind == transcript.KindUser || r.Kind == transcript.KindAssistant
@@ -587,6 +611,7 @@ func (a *Assembler) dropContexts(s *sessState) {
 		return // already dropped: a session kept open is met at every pause
 	}
 	s.hasCtx = false
+	a.forgetLast()
 	delete(a.ctxs, ctxKey{s.id, ""})
 	for id := range s.agents {
 		k := ctxKey{s.id, id}
@@ -666,8 +691,10 @@ func (a *Assembler) closeSession(s *sessState, history bool) {
 	s.side, s.pendingTasks = nil, nil
 	s.ended = true
 	delete(a.open, s.id)
+	s.inOpen = false
 	a.sink.Session(a.sessionUnit(s, true))
 	if s.packable() {
+		a.forgetLast()
 		a.closed.put(s)
 		delete(a.sessions, s.id)
 	}

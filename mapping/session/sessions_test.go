@@ -1,6 +1,7 @@
 package session
 
 import (
+	"encoding/json"
 	"slices"
 	"testing"
 	"time"
@@ -181,6 +182,15 @@ func TestActivityAfterIdleCloseIsNotLost(t *testing.T) {
 		U{UUID: "u2", Parent: "a1", Sec: 3600, Text: "Now roll it back."}.String(),
 		A{UUID: "a2", Parent: "u2", Sec: 3601, Msg: "msg_2", Out: 80, Stop: "tool_use", Blocks: blocks(toolUseB("toolu_back", "Bash", ""))}.String(),
 	)
+	// It came back out of the closed sessions: one state, live and open,
+	// none left packed (records written to the state a reading context
+	// kept from before the close would miss both).
+	if s := f.asm.sessions[sessA]; s == nil || f.asm.open[sessA] != s {
+		t.Errorf("session back after the idle close: live %p, open %p; want one state in both", s, f.asm.open[sessA])
+	}
+	if _, packed := f.asm.closed.project(sessA); packed {
+		t.Error("session back after the idle close is still packed as well")
+	}
 	f.flush(back.Add(time.Second), true)
 
 	if i := slices.IndexFunc(f.log.turns, func(tu Turn) bool { return tu.PromptUUID == "u2" }); i < 0 {
@@ -196,5 +206,45 @@ func TestActivityAfterIdleCloseIsNotLost(t *testing.T) {
 	}
 	if len(ends) == 0 || !ends[len(ends)-1].End.Equal(at(3601)) {
 		t.Errorf("session end units %+v, want the last to end at %v", ends, at(3601))
+	}
+}
+
+// TestARecordAfterTheContextsWereDroppedReadsAfresh: a backfill's pause
+// drops the reading contexts of a session it keeps open (its project is
+// not known yet) once a whole group went by without it; its next record
+// must read in a new context, registered like the first, not in the
+// dropped one.
+func TestARecordAfterTheContextsWereDroppedReadsAfresh(t *testing.T) {
+	noCwd := func(line string) string {
+		var m map[string]any
+		if err := json.Unmarshal([]byte(line), &m); err != nil {
+			t.Fatal(err)
+		}
+		delete(m, "cwd")
+		b, err := json.Marshal(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	f := newFeeder(t, Config{IdleTimeout: 10 * time.Minute})
+	f.add(sessionPath(sessA), at(0),
+		noCwd(U{UUID: "u1", Sec: 0, Text: "List the files."}.String()),
+		noCwd(A{UUID: "a1", Parent: "u1", Sec: 1, Msg: "msg_1", Out: 80, Stop: "end_turn"}.String()),
+	)
+	f.asm.FlushHistory(at(2)) // the group that read it
+	f.asm.FlushHistory(at(3)) // a group without it
+	s := f.asm.sessions[sessA]
+	if s == nil || s.ended {
+		t.Fatal("the session of unknown project was not kept open; the test needs it live")
+	}
+	if s.hasCtx || f.asm.ctxs[ctxKey{sessA, ""}] != nil {
+		t.Fatal("the pause kept the quiet session's reading context")
+	}
+	f.add(sessionPath(sessA), at(4),
+		noCwd(U{UUID: "u2", Parent: "a1", Sec: 4, Text: "And the hidden ones."}.String()),
+	)
+	if c := f.asm.ctxs[ctxKey{sessA, ""}]; c == nil || !s.hasCtx || c.sess != s {
+		t.Errorf("the record after the pause read in a context not registered (ctx %p, hasCtx %v)", c, s.hasCtx)
 	}
 }

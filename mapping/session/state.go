@@ -379,6 +379,7 @@ func (a *Assembler) Restore(st State, now time.Time) error {
 	clear(a.agents)
 	clear(a.byTool)
 	clear(a.ctxs)
+	a.forgetLast()
 	labels := make([]uint32, len(st.Labels))
 	for i, l := range st.Labels {
 		labels[i] = a.labels(reqLabels{project: l.Project, model: l.Model, attr: l.Attribution})
@@ -427,6 +428,7 @@ func (a *Assembler) Restore(st State, now time.Time) error {
 		default:
 			a.sessions[ss.id] = ss
 			a.open[ss.id] = ss
+			ss.inOpen = true
 		}
 	}
 	for _, ag := range st.Agents {
