@@ -628,10 +628,10 @@ func TestThanosReceiversStartOutsideTheirPruningMinutes(t *testing.T) {
 		{"at the start of a pruning minute", at(16, 0, 0), time.Minute},
 		{"the second after a pruning minute", at(20, 1, 0), 0},
 		{"midnight is a pruning minute", at(0, 0, 59), time.Second},
-		{"just inside the lead before one", at(3, 58, 45), 75*time.Second + time.Minute},
-		{"just before the lead", at(3, 58, 44), 0},
+		{"just inside the lead before one", at(3, 59, 40), 20*time.Second + time.Minute},
+		{"just before the lead", at(3, 59, 39), 0},
 		{"two hours past one is not one", at(6, 0, 10), 0},
-		{"before midnight's", at(23, 59, 30), 90 * time.Second},
+		{"before midnight's", at(23, 59, 50), 70 * time.Second},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := thanosPruneWait(tc.now); got != tc.want {

@@ -327,14 +327,11 @@ func (r *ThanosReceiver) Restart(t testing.TB) {
 }
 
 func (r *ThanosReceiver) start(t testing.TB) error {
+	waitOutsidePruning(t, r.name)
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.proc != nil {
 		return fmt.Errorf("already running")
-	}
-	if wait := thanosPruneWait(time.Now()); wait > 0 {
-		t.Logf("thanos %s: waiting %v to start outside the minute thanos receive prunes its tenants in", r.name, wait.Round(time.Second))
-		time.Sleep(wait)
 	}
 	p, err := startProcess("thanos "+r.name, r.bin, r.args, r.logPath)
 	if err != nil {
@@ -368,6 +365,9 @@ type ThanosProcess struct {
 func StartThanos(t testing.TB, name string, args []string, readyURL string) *ThanosProcess {
 	t.Helper()
 	bin := ThanosBinary(t)
+	if len(args) > 0 && args[0] == "receive" {
+		waitOutsidePruning(t, name)
+	}
 	p := &ThanosProcess{logPath: filepath.Join(t.TempDir(), name+".log")}
 	var err error
 	p.proc, err = startProcess("thanos "+name, bin, args, p.logPath)
@@ -403,13 +403,23 @@ func (p *ThanosProcess) Log() string {
 // upstream but in no release up to v0.42.5). CI lost a run to it when a receiver
 // started at 12:00:23. Receivers are therefore started outside those
 // minutes and far enough before them that start-up (and opening the TSDBs
-// it finds) is over when the first one comes.
+// it finds, seconds for a test's) is over when the first one comes; the
+// next check is a minute after the start.
 const (
 	thanosPruneEveryMinutes = 240
 	// thanosPruneLead is how long before a pruning minute a receiver is
 	// no longer started.
-	thanosPruneLead = 75 * time.Second
+	thanosPruneLead = 20 * time.Second
 )
+
+// waitOutsidePruning sleeps until a thanos receive may start
+// (thanosPruneWait), saying why in the test's log.
+func waitOutsidePruning(t testing.TB, name string) {
+	if wait := thanosPruneWait(time.Now()); wait > 0 {
+		t.Logf("thanos %s: waiting %v to start outside the minute thanos receive prunes its tenants in", name, wait.Round(time.Second))
+		time.Sleep(wait)
+	}
+}
 
 // thanosPruneWait is how long to wait from now before starting a thanos
 // receive so that it does not start in, or within thanosPruneLead of, a
