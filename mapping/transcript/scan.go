@@ -72,19 +72,23 @@ func stringEnd(b []byte, i int) (end int, escaped bool, err error) {
 // lsb has the low bit of every byte of a word set: lsb*c repeats c.
 const lsb = 0x0101010101010101
 
+// specialBytes flags, in bit 7 of each byte, the bytes of the word w that
+// end a plain run of string content: '"', '\\' and those below 0x20. A
+// byte of x is zero iff its bit 7 is set in (x-lsb)&^x, and a byte of w is
+// below 0x20 iff its bit 7 is set in (w-lsb*0x20)&^w. Borrows only flag
+// bytes above a true match, so the lowest flagged byte is the first
+// special one.
+func specialBytes(w uint64) uint64 {
+	q := w ^ (lsb * '"')
+	s := w ^ (lsb * '\\')
+	return (((q - lsb) &^ q) | ((s - lsb) &^ s) | ((w - lsb*0x20) &^ w)) & hiBits
+}
+
 // nextStringSpecial returns the index of the first '"', '\\' or control
 // byte (below 0x20) at or after b[i], or len(b) when there is none.
 func nextStringSpecial(b []byte, i int) int {
 	for ; i+8 <= len(b); i += 8 {
-		w := binary.LittleEndian.Uint64(b[i:])
-		// A byte of x is zero iff its bit 7 is set in (x-lsb)&^x, and a
-		// byte of w is below 0x20 iff its bit 7 is set in
-		// (w-lsb*0x20)&^w. Borrows only flag bytes above a true match,
-		// so the lowest flagged byte is the first special one.
-		q := w ^ (lsb * '"')
-		s := w ^ (lsb * '\\')
-		m := ((q - lsb) &^ q) | ((s - lsb) &^ s) | ((w - lsb*0x20) &^ w)
-		if m &= hiBits; m != 0 {
+		if m := specialBytes(binary.LittleEndian.Uint64(b[i:])); m != 0 {
 			return i + bits.TrailingZeros64(m)>>3
 		}
 	}
@@ -134,10 +138,7 @@ func readString(b []byte, i int) (raw []byte, escaped bool, next int, err error)
 	// stringEnd from the first special byte.
 	j := i + 1
 	for ; j+8 <= len(b); j += 8 {
-		w := binary.LittleEndian.Uint64(b[j:])
-		q := w ^ (lsb * '"')
-		s := w ^ (lsb * '\\')
-		if m := (((q - lsb) &^ q) | ((s - lsb) &^ s) | ((w - lsb*0x20) &^ w)) & hiBits; m != 0 {
+		if m := specialBytes(binary.LittleEndian.Uint64(b[j:])); m != 0 {
 			j += bits.TrailingZeros64(m) >> 3
 			if b[j] == '"' {
 				return b[i+1 : j], false, j + 1, nil
