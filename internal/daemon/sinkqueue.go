@@ -23,9 +23,8 @@ import (
 // sinks own their state; the units are copies).
 type sinkQueue struct {
 	next session.Sink
-	// on says units are queued (between begin and end); depth counts
-	// the begins not yet ended (a read within a read queues on).
-	on    bool
+	// depth counts the begins not yet ended: units are queued while it
+	// is above 0 (a read within a read queues on).
 	depth int
 	cur   *unitBatch
 	full  chan *unitBatch // to the delivering goroutine
@@ -136,14 +135,15 @@ func emptied[T any](s []T) []T {
 	return s[:0]
 }
 
+// on says units are queued.
+func (q *sinkQueue) on() bool { return q.depth > 0 }
+
 // begin starts queueing. Only the goroutine that calls the sink methods
 // calls begin and end.
 func (q *sinkQueue) begin() {
-	q.depth++
-	if q.on {
+	if q.depth++; q.depth > 1 {
 		return
 	}
-	q.on = true
 	q.full = make(chan *unitBatch, queueBatches)
 	q.free = make(chan *unitBatch, queueBatches)
 	q.done = make(chan struct{})
@@ -161,10 +161,10 @@ func (q *sinkQueue) begin() {
 // end delivers what is queued, waits for it, and goes back to handing
 // units over at once.
 func (q *sinkQueue) end() {
-	if q.depth > 0 {
-		q.depth--
+	if q.depth == 0 {
+		return
 	}
-	if !q.on || q.depth > 0 {
+	if q.depth--; q.depth > 0 {
 		return
 	}
 	if len(q.cur.kinds) > 0 {
@@ -172,7 +172,7 @@ func (q *sinkQueue) end() {
 	}
 	close(q.full)
 	<-q.done
-	q.on, q.cur, q.full, q.free, q.done = false, nil, nil, nil, nil
+	q.cur, q.full, q.free, q.done = nil, nil, nil, nil
 	q.lastSeen = seenFile{}
 }
 
@@ -199,7 +199,7 @@ func (q *sinkQueue) queued(k unitKind) {
 // put queues a copy of u in the current batch's slice list returns, when
 // queueing; it reports whether it did.
 func put[T any](q *sinkQueue, k unitKind, list func(*unitBatch) *[]T, u *T) bool {
-	if !q.on {
+	if !q.on() {
 		return false
 	}
 	l := list(q.cur)
@@ -225,7 +225,7 @@ func (q *sinkQueue) Turn(u *session.Turn) {
 // Request implements session.Sink. Its slices are copied: the assembler
 // may reuse them once the call returns.
 func (q *sinkQueue) Request(u *session.Request) {
-	if !q.on {
+	if !q.on() {
 		q.next.Request(u)
 		return
 	}
@@ -282,7 +282,7 @@ func (q *sinkQueue) PullRequest(u *session.PullRequest) {
 // had not happened yet, as when they were delivered at once. A file's
 // records repeat the mark: it is queued once per change.
 func (q *sinkQueue) see(w *traceWindow, id string, mtime time.Time) {
-	if !q.on {
+	if !q.on() {
 		w.see(id, mtime)
 		return
 	}

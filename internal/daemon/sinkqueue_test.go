@@ -104,13 +104,13 @@ func TestSinkQueueOutsideAReadDeliversAtOnce(t *testing.T) {
 	q.begin()
 	q.begin()
 	q.end()
-	if !q.on {
+	if !q.on() {
 		t.Fatal("the inner end of a nested read stopped the queue")
 	}
 	q.Request(&session.Request{MessageID: "o"})
 	q.end()
-	if q.on || len(got.got) != 3 {
-		t.Fatalf("after the outer end: on %v, %d units delivered, want off and 3", q.on, len(got.got))
+	if q.on() || len(got.got) != 3 {
+		t.Fatalf("after the outer end: on %v, %d units delivered, want off and 3", q.on(), len(got.got))
 	}
 }
 

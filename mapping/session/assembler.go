@@ -66,9 +66,9 @@ type Assembler struct {
 	// fifth of the assembly's map work. It is forgotten whenever a
 	// session or a context leaves its map (forgetLast).
 	last struct {
-		sessionID, agentID string
-		sess               *sessState
-		ctx                *ctxState
+		sess    *sessState
+		agentID string
+		ctx     *ctxState
 	}
 	// sideRoots names the subagent of each sidechain written inside a
 	// session file (Claude Code up to 2.0), by its first line's uuid, so
@@ -306,7 +306,7 @@ func (a *Assembler) context(src *Source, r *transcript.Record, now time.Time) *c
 }
 
 func (a *Assembler) session(id string, src *Source) *sessState {
-	if a.last.sess != nil && a.last.sessionID == id {
+	if a.last.sess != nil && a.last.sess.id == id {
 		return a.last.sess
 	}
 	s := a.liveSession(id)
@@ -360,7 +360,7 @@ func (a *Assembler) ctxFor(s *sessState, agentID string, now time.Time) *ctxStat
 		a.ctxs[k] = c
 		s.hasCtx = true
 	}
-	a.last.sessionID, a.last.agentID, a.last.sess, a.last.ctx = s.id, agentID, s, c
+	a.last.sess, a.last.agentID, a.last.ctx = s, agentID, c
 	return c
 }
 
