@@ -532,20 +532,38 @@ func (a *Assembler) FlushRead(now time.Time) {
 // idle timeout closes at once instead of after the settle time, so that
 // a backfill holds one group's sessions, not the history's.
 func (a *Assembler) flush(now time.Time, final, history, read bool) {
-	var ready []*reqState
+	var ready, staying []*reqState
 	for _, st := range a.requests {
 		if history && a.rank(st.where) == 0 {
 			// A fork's request waits for the end of the history: its
 			// parent's file, read later, may hold the same request.
+			staying = append(staying, st)
 			continue
 		}
 		if final || history || st.complete || now.Sub(st.lastSeen) >= a.cfg.Settle {
 			ready = append(ready, st)
+		} else {
+			staying = append(staying, st)
 		}
 	}
 	slices.SortFunc(ready, func(x, y *reqState) int { return cmp.Compare(x.seq, y.seq) })
-	for _, st := range ready {
-		a.emitRequest(st)
+	if len(ready) > 0 && len(staying) <= len(ready) {
+		// Most requests go (a group's leave at its pause): empty the
+		// table, emit, and put back those that stay, rather than delete
+		// each that goes, which hashed its id again and missed the cache
+		// on a table of thousands. emitRequest's delete finds the table
+		// empty; nothing else reads it while requests are emitted.
+		clear(a.requests)
+		for _, st := range ready {
+			a.emitRequest(st)
+		}
+		for _, st := range staying {
+			a.requests[st.msgID] = st
+		}
+	} else {
+		for _, st := range ready {
+			a.emitRequest(st)
+		}
 	}
 	var closing []*sessState
 	for _, s := range a.open {
