@@ -33,6 +33,73 @@ func stringEndByQuotes(b []byte, i int) (end int, escaped bool, err error) {
 	}
 }
 
+// skipByQuotes is the reference for skipString: stringEndByQuotes without
+// the checks a skipped string does not get.
+func skipByQuotes(b []byte, i int) (int, error) {
+	for {
+		j := bytes.IndexByte(b[i:], '"')
+		if j < 0 {
+			return 0, errSyntax
+		}
+		q := i + j
+		n := 0
+		for k := q - 1; k >= i && b[k] == '\\'; k-- {
+			n++
+		}
+		if n%2 == 0 {
+			return q, nil
+		}
+		i = q + 1
+	}
+}
+
+func TestSkipStringFindsTheClosingQuote(t *testing.T) {
+	long := strings.Repeat("abcdefgh", 9) // past the words scanned one at a time
+	tests := []struct {
+		name string
+		in   string // the string's content and what follows it
+		end  int
+		bad  bool
+	}{
+		{name: "empty string", in: `"`, end: 0},
+		{name: "short value", in: `user"}`, end: 4},
+		{name: "quote in every word position", in: `1234567"`, end: 7},
+		{name: "long string", in: long + `",`, end: len(long)},
+		{name: "escaped quote", in: `a\"b"`, end: 4},
+		{name: "escaped backslash before the closing quote", in: `a\\"b"`, end: 3},
+		{name: "three backslashes escape the quote", in: `a\\\"b"`, end: 6},
+		{name: "escaped quote at a word boundary", in: `1234567\"9"`, end: 10},
+		{name: "backslash last in a word, quote first in the next", in: `123456\\"`, end: 8},
+		{name: "escaped quotes past the short words", in: long + `\"x\\\"y\\"`, end: len(long) + 10},
+		{name: "escaped backslash ending the short words", in: strings.Repeat("x", 30) + `\\"`, end: 32},
+		{name: "escape straddling the short words", in: strings.Repeat("x", 31) + `\"ab"`, end: 35},
+		{name: "control bytes are not checked", in: "a\nb\"", end: 3},
+		{name: "no closing quote", in: `abc`, bad: true},
+		{name: "only an escaped quote", in: `abc\"`, bad: true},
+		{name: "only an escaped quote, long", in: long + `\"`, bad: true},
+		{name: "backslash at the end", in: `abc\`, bad: true},
+		{name: "backslash at the end of a word", in: `1234567\`, bad: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			for pad := range 9 {
+				b := []byte(strings.Repeat(" ", pad) + `"` + tt.in)
+				i := pad + 1
+				end, err := skipString(b, i)
+				if tt.bad {
+					if err == nil {
+						t.Fatalf("pad %d: got end %d, want a syntax error", pad, end-i)
+					}
+					continue
+				}
+				if err != nil || end != i+tt.end {
+					t.Fatalf("pad %d: got (%d, %v), want (%d, nil)", pad, end-i, err, tt.end)
+				}
+			}
+		})
+	}
+}
+
 func TestStringEnd(t *testing.T) {
 	long := strings.Repeat("abcdefgh", 9) // longer than a few words
 	tests := []struct {
@@ -86,9 +153,9 @@ func TestStringEnd(t *testing.T) {
 	}
 }
 
-// FuzzStringEnd compares stringEnd, and readString (which scans plain
-// strings itself and hands the rest to stringEnd), with the quote-to-quote
-// reference.
+// FuzzStringEnd compares stringEnd, readString (which scans plain strings
+// itself and hands the rest to stringEnd) and skipString with the
+// quote-to-quote references.
 func FuzzStringEnd(f *testing.F) {
 	for _, s := range []string{`"`, `abc"`, `a\"b"`, `a\\"`, "a\nb\"", `\u00e9"`, `1234567\"9"`, "\u2500\u2500\"", `abc\`} {
 		f.Add([]byte(s))
@@ -98,6 +165,11 @@ func FuzzStringEnd(f *testing.F) {
 		wantEnd, wantEsc, wantErr := stringEndByQuotes(b, 0)
 		if (err != nil) != (wantErr != nil) || end != wantEnd || esc != wantEsc {
 			t.Fatalf("stringEnd(%q) = (%d, %v, %v), reference says (%d, %v, %v)", b, end, esc, err, wantEnd, wantEsc, wantErr)
+		}
+		skip, err := skipString(b, 0)
+		wantSkip, wantSkipErr := skipByQuotes(b, 0)
+		if (err != nil) != (wantSkipErr != nil) || skip != wantSkip {
+			t.Fatalf("skipString(%q) = (%d, %v), reference says (%d, %v)", b, skip, err, wantSkip, wantSkipErr)
 		}
 		quoted := append([]byte{'"'}, b...)
 		raw, esc, next, err := readString(quoted, 0)
