@@ -176,3 +176,31 @@ func BenchmarkValidUTF8(b *testing.B) {
 		})
 	}
 }
+
+// TestASCIIRunStopsAtTheFirstHighByte puts one byte at or above 0x80 at
+// every position of buffers of every length up to a few blocks, at every
+// alignment: asciiRun (in assembly on amd64) and asciiRunWords never
+// count past it, and count at least every whole block of 32 before it.
+func TestASCIIRunStopsAtTheFirstHighByte(t *testing.T) {
+	backing := make([]byte, 300)
+	for align := range 8 {
+		for n := 0; n <= 200; n++ {
+			for hi := -1; hi < n; hi++ {
+				p := backing[align : align+n]
+				for i := range p {
+					p[i] = 'a' + byte(i%26)
+				}
+				first := n // no high byte
+				if hi >= 0 {
+					p[hi] = 0x80 + byte(hi%0x80)
+					first = hi
+				}
+				for name, run := range map[string]func([]byte) int{"asciiRun": asciiRun, "asciiRunWords": asciiRunWords} {
+					if got := run(p); got > first || got < first/32*32 {
+						t.Fatalf("align %d, len %d, high byte at %d: %s = %d, want %d..%d", align, n, hi, name, got, first/32*32, first)
+					}
+				}
+			}
+		}
+	}
+}
