@@ -244,7 +244,7 @@ func newReader(cfg *Config, log *slog.Logger, self *prom.Self, asm *session.Asse
 		decOpts:  decOpts,
 		restored: map[string]checkpoint.Entry{},
 		now:      now,
-		batches:  make(chan []transcript.Record, recycledBatches(workers())),
+		batches:  make(chan []transcript.Record, recycledBatches(cores())),
 	}
 }
 

@@ -15,9 +15,9 @@ import (
 )
 
 func TestRecycledBatchesFollowTheWindowUpToACap(t *testing.T) {
-	for _, tc := range []struct{ workers, want int }{{0, 3}, {1, 3}, {2, 6}, {3, 8}, {16, 8}} {
-		if got := recycledBatches(tc.workers); got != tc.want {
-			t.Errorf("recycledBatches(%d) = %d, want %d", tc.workers, got, tc.want)
+	for _, tc := range []struct{ cores, want int }{{0, 3}, {1, 3}, {2, 6}, {3, 8}, {16, 8}} {
+		if got := recycledBatches(tc.cores); got != tc.want {
+			t.Errorf("recycledBatches(%d) = %d, want %d", tc.cores, got, tc.want)
 		}
 	}
 }
@@ -61,14 +61,14 @@ func TestRangesOfManyShortLinesGoToTheAssemblyInBoundedParts(t *testing.T) {
 	if n := ranges[3].End - ranges[3].Start; n <= 2*chunkBytes {
 		t.Fatalf("range d is %d bytes: too short to be streamed", n)
 	}
-	for _, workers := range []int{1, 2, 4} {
-		t.Run(fmt.Sprintf("%d workers", workers), func(t *testing.T) {
+	for _, cores := range []int{1, 2, 4} {
+		t.Run(fmt.Sprintf("%d cores", cores), func(t *testing.T) {
 			fh, err := os.Open(path)
 			if err != nil {
 				t.Fatal(err)
 			}
 			defer fh.Close()
-			free := make(chan []transcript.Record, recycledBatches(workers))
+			free := make(chan []transcript.Record, recycledBatches(cores))
 			var got []string
 			type counts struct{ lines, blank, bad, parts, ends int }
 			per := make([]counts, len(ranges))
@@ -76,7 +76,7 @@ func TestRangesOfManyShortLinesGoToTheAssemblyInBoundedParts(t *testing.T) {
 				for i, rg := range ranges {
 					emit(job{fh: fh, rg: rg, last: i == len(ranges)-1})
 				}
-			}, workers, maxLine, transcript.Options{}, free, func(d *decoded) {
+			}, cores, maxLine, transcript.Options{}, free, func(d *decoded) {
 				i := d.seq
 				if len(d.recs) > maxBatchRecords || cap(d.recs) > maxBatchRecords {
 					t.Errorf("range %d: a batch of %d records (capacity %d)", i, len(d.recs), cap(d.recs))
@@ -152,7 +152,7 @@ func TestLongRangesOfOneFileAreStreamedSideBySide(t *testing.T) {
 	if streamed < 2 {
 		t.Fatalf("%d of %d ranges streamed, want several", streamed, len(ranges))
 	}
-	for _, workers := range []int{2, 4} {
+	for _, cores := range []int{2, 4} {
 		for range 5 {
 			var got []string
 			lines, tooLong := 0, 0
@@ -160,7 +160,7 @@ func TestLongRangesOfOneFileAreStreamedSideBySide(t *testing.T) {
 				for i, rg := range ranges {
 					emit(job{fh: fh, rg: rg, last: i == len(ranges)-1})
 				}
-			}, workers, maxLine, transcript.Options{}, make(chan []transcript.Record, recycledBatches(workers)), func(d *decoded) {
+			}, cores, maxLine, transcript.Options{}, make(chan []transcript.Record, recycledBatches(cores)), func(d *decoded) {
 				if d.err != nil {
 					t.Errorf("range %d: %v", d.seq, d.err)
 				}
@@ -172,7 +172,7 @@ func TestLongRangesOfOneFileAreStreamedSideBySide(t *testing.T) {
 				time.Sleep(2 * time.Millisecond) // the assembly lags: streams overlap
 			})
 			if strings.Join(got, ",") != strings.Join(want, ",") || lines != len(want)+4 || tooLong != 4 {
-				t.Fatalf("%d workers: %d records (want %d), %d lines (want %d), %d too long (want 4)", workers, len(got), len(want), lines, len(want)+4, tooLong)
+				t.Fatalf("%d cores: %d records (want %d), %d lines (want %d), %d too long (want 4)", cores, len(got), len(want), lines, len(want)+4, tooLong)
 			}
 		}
 	}
@@ -200,12 +200,12 @@ func TestSplitRangesKeepTheirPlaceBetweenPauses(t *testing.T) {
 		t.Cleanup(func() { fh.Close() })
 		return fh, tail.Range{End: int64(b.Len())}
 	}
-	for _, workers := range []int{1, 2, 4} {
-		t.Run(fmt.Sprintf("%d workers", workers), func(t *testing.T) {
-			fa, ra := write(fmt.Sprintf("a%d.jsonl", workers), "a", 5000)
-			fb, rb := write(fmt.Sprintf("b%d.jsonl", workers), "b", 3)
-			fc, rc := write(fmt.Sprintf("c%d.jsonl", workers), "c", 200_000) // streamed: over 2·chunkBytes
-			fd, rd := write(fmt.Sprintf("d%d.jsonl", workers), "d", 1500)
+	for _, cores := range []int{1, 2, 4} {
+		t.Run(fmt.Sprintf("%d cores", cores), func(t *testing.T) {
+			fa, ra := write(fmt.Sprintf("a%d.jsonl", cores), "a", 5000)
+			fb, rb := write(fmt.Sprintf("b%d.jsonl", cores), "b", 3)
+			fc, rc := write(fmt.Sprintf("c%d.jsonl", cores), "c", 200_000) // streamed: over 2·chunkBytes
+			fd, rd := write(fmt.Sprintf("d%d.jsonl", cores), "d", 1500)
 			jobs := []job{{pause: true}, {fh: fa, rg: ra}, {pause: true}, {fh: fb, rg: rb}, {fh: fc, rg: rc}, {pause: true}, {fh: fd, rg: rd}, {pause: true}}
 			var events []string
 			records := map[string]int{}
@@ -214,7 +214,7 @@ func TestSplitRangesKeepTheirPlaceBetweenPauses(t *testing.T) {
 				for _, j := range jobs {
 					emit(j)
 				}
-			}, workers, 4096, transcript.Options{}, make(chan []transcript.Record, recycledBatches(workers)), func(d *decoded) {
+			}, cores, 4096, transcript.Options{}, make(chan []transcript.Record, recycledBatches(cores)), func(d *decoded) {
 				if d.pause {
 					events = append(events, "pause")
 					return
@@ -250,10 +250,10 @@ func TestSplitRangesKeepTheirPlaceBetweenPauses(t *testing.T) {
 // window (it does not wait for the assembly job by job); the jobs reach
 // the assembly once each, in order.
 func TestTheFeederRunsAheadBoundedWhileTheAssemblyLags(t *testing.T) {
-	for _, workers := range []int{1, 2, 4} {
-		t.Run(fmt.Sprintf("%d workers", workers), func(t *testing.T) {
+	for _, cores := range []int{1, 2, 4} {
+		t.Run(fmt.Sprintf("%d cores", cores), func(t *testing.T) {
 			const jobs = 400
-			window := inFlightPerWorker * workers
+			window := inFlightPerCore * cores
 			var mu sync.Mutex
 			fed, consumed, ahead := 0, 0, 0
 			decodeInOrder(func(emit func(job)) {
@@ -264,7 +264,7 @@ func TestTheFeederRunsAheadBoundedWhileTheAssemblyLags(t *testing.T) {
 					ahead = max(ahead, fed-consumed)
 					mu.Unlock()
 				}
-			}, workers, 4096, transcript.Options{}, make(chan []transcript.Record, recycledBatches(workers)), func(d *decoded) {
+			}, cores, 4096, transcript.Options{}, make(chan []transcript.Record, recycledBatches(cores)), func(d *decoded) {
 				if d.seq != consumed {
 					t.Fatalf("job %d consumed in place %d", d.seq, consumed)
 				}
