@@ -348,17 +348,8 @@ func cores() int { return runtime.GOMAXPROCS(0) }
 // the ranges in flight and fed ahead: files are opened as they are fed.)
 const groupFiles = 1024
 
-// DefaultGroupBytes is the default --tail.backfill-group-bytes. A pause
-// stops the assembly for the flush while the workers fill their window and
-// then wait: at 64 MiB, 15 pauses of 7 ms each in the 1 GB one-shot (105
-// to 116 ms of its 0.65 s), most of it with one core idle. Shorter groups
-// flush less at a time, about as fast as the window fills, and keep the
-// tables they flush small. 1 GB one-shot, one binary alternated 12 times
-// a round: 64 MiB 0.650 s (1.19 s CPU), 8 MiB 0.625, 4 MiB 0.615 (1.16),
-// 2 MiB 0.620, 1 MiB 0.610; a round before, 64 MiB 0.665 s, 16 MiB 0.650,
-// 4 MiB 0.635. On the 100,000-file trees (groups end at groupFiles first)
-// the same within the noise, and the same peak RSS.
-const DefaultGroupBytes = 4 << 20
+// DefaultGroupBytes is the default --tail.backfill-group-bytes.
+const DefaultGroupBytes = 64 << 20
 
 // continues reports whether f belongs with prev: a subagent file of the
 // same session (<session>.jsonl sorts right before <session>/subagents/).
