@@ -71,9 +71,9 @@ type job struct {
 	pause bool
 }
 
-// readDone closes the job's file once all its ranges are read, when the
-// job owns it (reads).
-func (j *job) readDone() {
+// doneReading closes the job's file once all its ranges are read, when
+// the job owns it (reads). (reader.readDone is another matter: the meta.)
+func (j *job) doneReading() {
 	if j.reads != nil && j.reads.Add(-1) == 0 {
 		j.fh.Close()
 	}
@@ -201,13 +201,13 @@ func (w *worker) run(j job) {
 				add(line, st)
 				return nil
 			})
-		j.readDone()
+		j.doneReading()
 		// The reader grew to hold the long line: let it go.
 		w.rd, d.big = nil, true
 		return
 	}
 	data, err := tail.ReadRange(j.fh, j.rg, w.buf)
-	j.readDone()
+	j.doneReading()
 	if err != nil {
 		d.err = err
 		return

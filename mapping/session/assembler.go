@@ -547,24 +547,23 @@ func (a *Assembler) flush(now time.Time, final, history, read bool) {
 		}
 	}
 	slices.SortFunc(ready, func(x, y *reqState) int { return cmp.Compare(x.seq, y.seq) })
-	if len(ready) > 0 && len(staying) <= len(ready) {
-		// Most requests go (a group's leave at its pause): start a new
-		// table, emit, and put back those that stay, rather than delete
-		// each that goes, which hashed its id again and missed the cache
-		// on a table of thousands. emitRequest's delete finds the table
-		// empty; nothing else reads it while requests are emitted. (A
-		// new table, not a cleared one: a map keeps its size, and every
-		// session closing after this scans it, see closeSession.)
+	// Most requests go (a group's leave at its pause): start a new table,
+	// emit, and put back those that stay, rather than delete each that
+	// goes, which hashed its id again and missed the cache on a table of
+	// thousands. emitRequest's delete finds the table empty; nothing else
+	// reads it while requests are emitted. (A new table, not a cleared
+	// one: a map keeps its size, and every session closing after this
+	// scans it, see closeSession.)
+	anew := len(ready) > 0 && len(staying) <= len(ready)
+	if anew {
 		a.requests = make(map[string]*reqState, len(staying))
-		for _, st := range ready {
-			a.emitRequest(st)
-		}
+	}
+	for _, st := range ready {
+		a.emitRequest(st)
+	}
+	if anew {
 		for _, st := range staying {
 			a.requests[st.msgID] = st
-		}
-	} else {
-		for _, st := range ready {
-			a.emitRequest(st)
 		}
 	}
 	var closing []*sessState
