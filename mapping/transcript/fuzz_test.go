@@ -518,6 +518,28 @@ func compareBlocks(t *testing.T, blocks []any, m *Message) {
 				t.Fatalf("tool_result %+v, encoding/json %v", got, b)
 			}
 			results++
+		default:
+			// A server tool's result in the assistant stream
+			// (web_search_tool_result, ...): a result when it names the
+			// call it answers; an error when its content is an object
+			// whose type ends in _error.
+			id, named := b["tool_use_id"].(string)
+			if !strings.HasSuffix(typ, "_tool_result") || !named {
+				break
+			}
+			if results >= len(m.ToolResults) {
+				t.Fatalf("missing server tool result %d", results)
+			}
+			got := m.ToolResults[results]
+			if got.ToolUseID != id || !got.InStream {
+				t.Fatalf("server tool result %+v, encoding/json %v", got, b)
+			}
+			if c, ok := b["content"].(map[string]any); ok {
+				if ct, ok := c["type"].(string); ok && got.IsError != strings.HasSuffix(ct, "_error") {
+					t.Fatalf("server tool result %+v, encoding/json %v", got, b)
+				}
+			}
+			results++
 		}
 	}
 	if uses != len(m.ToolUses) || results != len(m.ToolResults) || texts != m.TextBlocks {
