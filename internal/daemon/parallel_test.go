@@ -349,3 +349,62 @@ func TestTheWorkerThatReadsAFilesLastRangeClosesIt(t *testing.T) {
 		})
 	}
 }
+
+// TestBackfillGroupsEndAtAProjectsEndUnlessTooLarge: a group ends early
+// only between two project directories, never inside one (a session's
+// legacy agent-*.jsonl sort after the rest of its project, so a pause
+// there would close the session before them); inside a project only once
+// it holds the configured bytes or groupFiles files, and then never inside
+// a session's own subagents.
+func TestBackfillGroupsEndAtAProjectsEndUnlessTooLarge(t *testing.T) {
+	const (
+		sess  = "0a1b2c3d-4e5f-4a6b-8c7d-9e0f1a2b3c4d"
+		other = "1a1b2c3d-4e5f-4a6b-8c7d-9e0f1a2b3c4d"
+	)
+	rd, abs := newTestReader(t)
+	rd.cfg.GroupBytes = 64 << 20
+	file := func(rel string) *fileState {
+		f := rd.add(abs(rel), "")
+		if f == nil {
+			t.Fatalf("%s: not added", rel)
+		}
+		return f
+	}
+	var (
+		session   = file("-home-u-a/" + sess + ".jsonl")
+		subagent  = file("-home-u-a/" + sess + "/subagents/agent-a1.jsonl")
+		legacy    = file("-home-u-a/agent-b2.jsonl")
+		sibling   = file("-home-u-a/" + other + ".jsonl")
+		nextProj  = file("-home-u-b/" + other + ".jsonl")
+		odd       = file("-home-u-a/odd name.jsonl")
+		oddNext   = file("-home-u-b/odd name.jsonl")
+		deepNext  = file("-home-u-b/deeper/" + sess + ".jsonl")
+		soft, big = int64(projectGroupBytes), int64(rd.cfg.GroupBytes)
+	)
+	tests := []struct {
+		name    string
+		took    int
+		pending int64
+		prev, f *fileState
+		want    bool
+	}{
+		{"nothing taken", 0, big, nil, session, false},
+		{"small group at a project's end", 3, soft - 1, legacy, nextProj, false},
+		{"full group at a project's end", 3, soft, legacy, nextProj, true},
+		{"full group inside a project, before a legacy agent", 3, soft, subagent, legacy, false},
+		{"full group inside a project, between sessions", 3, big - 1, session, sibling, false},
+		{"full group at a project's end, unpacked names", 3, soft, odd, oddNext, true},
+		{"full group at a project's end, deeper path", 3, soft, sibling, deepNext, true},
+		{"oversized group inside a project", 3, big, session, sibling, true},
+		{"oversized group inside a session's subagents", 3, big, session, subagent, false},
+		{"too many files inside a project", groupFiles, 1, subagent, legacy, true},
+		{"too many files inside a session's subagents", groupFiles, 1, session, subagent, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := rd.groupDue(tc.took, tc.pending, tc.prev, tc.f); got != tc.want {
+				t.Errorf("groupDue(%d files, %d bytes, before %s) = %v, want %v", tc.took, tc.pending, tc.f.rel(), got, tc.want)
+			}
+		})
+	}
+}
