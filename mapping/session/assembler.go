@@ -509,7 +509,8 @@ func (a *Assembler) Flush(now time.Time, final bool) { a.flush(now, final, false
 // groups of files: it settles and closes what it can, so that memory
 // holds one group's open state, but it leaves open the sessions whose
 // project (working directory) is not known yet, since a file read later
-// (a legacy subagent transcript) may tell it; those drop their reading
+// (a legacy subagent transcript) may tell it, and those whose forks'
+// requests wait for the end of the history; those drop their reading
 // contexts once a whole group goes by without them.
 // Every request read so far is complete (the history is on disk), so
 // none waits for the settle time.
@@ -533,11 +534,18 @@ func (a *Assembler) FlushRead(now time.Time) {
 // a backfill holds one group's sessions, not the history's.
 func (a *Assembler) flush(now time.Time, final, history, read bool) {
 	var ready, staying []*reqState
+	// forked are the sessions whose forks' requests wait: they stay open
+	// with them, or their spans would go out without those requests.
+	var forked map[string]bool
 	for _, st := range a.requests {
 		if history && a.rank(st.where) == 0 {
 			// A fork's request waits for the end of the history: its
 			// parent's file, read later, may hold the same request.
 			staying = append(staying, st)
+			if forked == nil {
+				forked = make(map[string]bool)
+			}
+			forked[st.where.SessionID] = true
 			continue
 		}
 		if final || history || st.complete || now.Sub(st.lastSeen) >= a.cfg.Settle {
@@ -568,7 +576,7 @@ func (a *Assembler) flush(now time.Time, final, history, read bool) {
 	}
 	var closing []*sessState
 	for _, s := range a.open {
-		if history && s.cwd == "" {
+		if history && (s.cwd == "" || forked[s.id]) {
 			if s.gen != a.gen {
 				a.dropContexts(s)
 			}

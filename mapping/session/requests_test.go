@@ -435,6 +435,40 @@ func TestReadHistoryClosesStaleSessionsAtOnce(t *testing.T) {
 	}
 }
 
+// TestHistoryPauseKeepsASessionOpenWhileItsForksRequestWaits: a fork's
+// request (compaction, prompt suggestion) waits for the end of the
+// history, so its session stays open at a pause between groups; closed
+// there, its span went out without the request's tokens and model. It
+// closes with the request counted once the history is read.
+func TestHistoryPauseKeepsASessionOpenWhileItsForksRequestWaits(t *testing.T) {
+	const fork = "aprompt_suggestion-0123456789abcdef"
+	f := newFeeder(t, Config{Settle: 3 * time.Second, IdleTimeout: 30 * time.Minute})
+	now := at(3600)
+	f.add(sessionPath(sessA), now, U{UUID: "u1", Sec: 0, Text: "hi"}.String())
+	f.add(subagentPath(sessA, fork), now,
+		U{UUID: "f-u", Sec: 1, Agent: fork, Text: "Suggest."}.String(),
+		A{UUID: "f-a", Parent: "f-u", Sec: 2, Msg: "msg_sugg", Agent: fork, In: 7, Out: 5, Stop: "end_turn"}.String())
+	ended := func() (n int) {
+		for _, s := range f.log.sessions {
+			if s.Ended {
+				n++
+			}
+		}
+		return n
+	}
+	f.asm.FlushHistory(now)
+	if ended() != 0 || len(f.log.requests) != 0 {
+		t.Fatalf("after the pause: %d sessions ended, requests %+v; want the session open with its fork's request", ended(), f.log.requests)
+	}
+	f.asm.FlushRead(now)
+	if r := one(t, "requests", f.log.requests); r.MessageID != "msg_sugg" || r.Tokens.Output != 5 {
+		t.Errorf("request %+v, want msg_sugg with 5 output tokens", r)
+	}
+	if ended() != 1 {
+		t.Errorf("%d sessions ended after the history, want 1", ended())
+	}
+}
+
 // TestUsageAtIsTheWinningLine: a request's UsageAt is the time of the
 // line whose usage counts (the first of the best), where ccusage places
 // its usage entry.
