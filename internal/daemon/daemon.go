@@ -236,7 +236,7 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger, stdout io.Writer)
 	// The code that built the stages has run: its pages need not stay
 	// resident (codepages_linux.go). Again once the backfill's has run.
 	releaseCodePages()
-	rd.between = func() { asm.FlushHistory(now()) }
+	rd.between = func(reading string) { asm.FlushHistory(now(), reading) }
 	limit.backfill(true)
 	fl.rescan()
 	rd.between = nil

@@ -199,8 +199,10 @@ type reader struct {
 	// version grows whenever an offset or the file table changes.
 	version atomic.Uint64
 	// between, when set, runs between two groups of a long read (the
-	// backfill flushes there; see readFiles).
-	between func()
+	// backfill flushes there; see readFiles). reading is the project
+	// directory whose files go on after the pause ("" at a project's
+	// end).
+	between func(reading string)
 	// sinks, when set, is the assembler's sink: it delivers on a
 	// goroutine of its own while a read is under way (sinkqueue.go).
 	sinks *sinkQueue

@@ -64,7 +64,7 @@ func runOneshot(ctx context.Context, o oneshotRun) error {
 	}
 	// What is read is complete: settle it group by group, so that
 	// memory holds one group's open state, not the history's.
-	o.rd.between = func() { o.asm.FlushHistory(o.now()) }
+	o.rd.between = func(reading string) { o.asm.FlushHistory(o.now(), reading) }
 	o.rd.readSeq(files, true)
 	if history != nil {
 		// End as the live exporter ends its backfill: a session

@@ -69,7 +69,9 @@ type job struct {
 	rg    tail.Range
 	// last marks the file's last range: its end is the file's new offset.
 	last bool
-	// pause marks the end of a group (see readFiles): no range.
+	// pause marks the end of a group (see readFiles): no range. f is
+	// then the file after it when that file goes on in the same project
+	// directory (a group too large to end at a project's end), else nil.
 	pause bool
 }
 
@@ -364,10 +366,9 @@ const DefaultGroupBytes = 64 << 20
 // group size from its flag, alternated 12 times a round: 64 MiB 0.650 s,
 // 8 MiB 0.625, 4 MiB 0.615, 2 MiB 0.620). Only at a project's end: a
 // session's files are all in its project's directory, and its legacy
-// agent-*.jsonl sort after the rest of it, so no session closed at such a
-// pause is opened again by a later group (a pause inside a project closed
-// sessions whose legacy subagents came later: their spans went out twice,
-// the subagents untyped).
+// agent-*.jsonl sort after the rest of it, so a pause there closes every
+// idle session of the project, while one inside a project must keep the
+// project's sessions open (Assembler.FlushHistory) until its end.
 const projectGroupBytes = 4 << 20
 
 // groupDue reports whether the group that holds took files and pending
@@ -438,7 +439,11 @@ func (r *reader) readSeq(files iter.Seq[*fileState], atEOF bool) int {
 		took := 0
 		for f := range files {
 			if r.between != nil && r.groupDue(took, pendingBytes, prev, f) {
-				emit(job{pause: true})
+				p := job{pause: true}
+				if sameProject(prev, f) {
+					p.f = f
+				}
+				emit(p)
 				took, pendingBytes = 0, 0
 			}
 			took++
@@ -484,7 +489,11 @@ func (r *reader) readSeq(files iter.Seq[*fileState], atEOF bool) int {
 	}()
 	decodeInOrder(feed, cores(), r.cfg.MaxLineBytes, r.decOpts, r.batches, func(d *decoded) {
 		if d.pause {
-			r.between()
+			reading := ""
+			if d.f != nil {
+				reading = session.ClassifySource(d.f.rel()).ProjectDir
+			}
+			r.between(reading)
 			return
 		}
 		f := d.f

@@ -157,7 +157,7 @@ func (p *pipe) op(c byte) {
 	case 'f':
 		p.asm.Flush(p.now, false)
 	case 'h':
-		p.asm.FlushHistory(p.now)
+		p.asm.FlushHistory(p.now, "")
 	case 'r':
 		p.asm.FlushRead(p.now)
 	case 's':

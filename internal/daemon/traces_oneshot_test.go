@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"path/filepath"
@@ -302,5 +303,47 @@ func TestOneshotCaptureOffByDefault(t *testing.T) {
 	}
 	if !seen[spans.AttrInputMessages] || !seen[spans.AttrToolCallArguments] || !seen[spans.AttrToolCallResult] || seen[spans.AttrOutputMessages] {
 		t.Errorf("captured %v, want prompts and tools only", seen)
+	}
+}
+
+// tracesCanonical renders every span whole (ids, times, attributes,
+// events, links, status), sorted, to compare two runs.
+func tracesCanonical(got []testbackend.Span) []string {
+	out := make([]string, len(got))
+	for i, s := range got {
+		out[i] = fmt.Sprintf("%+v", s)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// TestOneshotSpansDoNotDependOnBackfillGroups reads every real tree with
+// a pause after every file (--tail.backfill-group-bytes=1) and in groups
+// of the default size (one or a few per tree) and wants the same spans,
+// whole. A pause that closed a session a later file of its project goes
+// on with (a resumed session, a legacy agent-*.jsonl, a fork's request
+// still waiting) sent its span twice or without that file's part.
+func TestOneshotSpansDoNotDependOnBackfillGroups(t *testing.T) {
+	for _, dir := range tracesTrees(t) {
+		t.Run(filepath.Base(dir), func(t *testing.T) {
+			want, _ := tracesOneshotStdout(t, dir, nil)
+			got, _ := tracesOneshotStdout(t, dir, func(c *daemon.Config) { c.GroupBytes = 1 })
+			w, g := tracesCanonical(want), tracesCanonical(got)
+			if strings.Join(w, "\n") == strings.Join(g, "\n") {
+				return
+			}
+			t.Errorf("a group a file: %d spans, in default groups: %d", len(g), len(w))
+			seen := map[string]bool{}
+			for _, s := range w {
+				seen[s] = true
+			}
+			shown := 0
+			for _, s := range g {
+				if !seen[s] && shown < 3 {
+					t.Errorf("only with a group a file: %.300s", s)
+					shown++
+				}
+			}
+		})
 	}
 }

@@ -503,18 +503,23 @@ func (a *Assembler) sessionUnit(s *sessState, ended bool) *Session {
 // unanswered, and closes turns, subagents and sessions. A non-final flush
 // emits requests that have settled and closes sessions idle past the idle
 // timeout.
-func (a *Assembler) Flush(now time.Time, final bool) { a.flush(now, final, false, false) }
+func (a *Assembler) Flush(now time.Time, final bool) { a.flush(now, final, false, false, "") }
 
 // FlushHistory is a non-final Flush for a pause while history is read in
 // groups of files: it settles and closes what it can, so that memory
 // holds one group's open state, but it leaves open the sessions whose
 // project (working directory) is not known yet, since a file read later
 // (a legacy subagent transcript) may tell it, and those whose forks'
-// requests wait for the end of the history; those drop their reading
-// contexts once a whole group goes by without them.
+// requests wait for the end of the history, and those of the project
+// directory reading ("" for none) whose files go on after the pause (a
+// group that ends inside a project: a later file of it may hold more of
+// them, a resumed session or a legacy subagent transcript); those drop
+// their reading contexts once a whole group goes by without them.
 // Every request read so far is complete (the history is on disk), so
 // none waits for the settle time.
-func (a *Assembler) FlushHistory(now time.Time) { a.flush(now, false, true, true) }
+func (a *Assembler) FlushHistory(now time.Time, reading string) {
+	a.flush(now, false, true, true, reading)
+}
 
 // FlushRead is a non-final Flush after the history has been read: every
 // request read so far is emitted without waiting for the settle time (what
@@ -525,14 +530,14 @@ func (a *Assembler) FlushRead(now time.Time) {
 	for _, st := range a.requests {
 		st.complete = true
 	}
-	a.flush(now, false, false, true)
+	a.flush(now, false, false, true, "")
 }
 
 // read says everything read so far is on disk whole (a pause in the
 // history or its end): a session whose last record is older than the
 // idle timeout closes at once instead of after the settle time, so that
 // a backfill holds one group's sessions, not the history's.
-func (a *Assembler) flush(now time.Time, final, history, read bool) {
+func (a *Assembler) flush(now time.Time, final, history, read bool, reading string) {
 	var ready, staying []*reqState
 	// forked are the sessions whose forks' requests wait: they stay open
 	// with them, or their spans would go out without those requests.
@@ -576,7 +581,7 @@ func (a *Assembler) flush(now time.Time, final, history, read bool) {
 	}
 	var closing []*sessState
 	for _, s := range a.open {
-		if history && (s.cwd == "" || forked[s.id]) {
+		if history && (s.cwd == "" || forked[s.id] || reading != "" && s.projectDir == reading) {
 			if s.gen != a.gen {
 				a.dropContexts(s)
 			}

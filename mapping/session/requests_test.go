@@ -409,7 +409,7 @@ func TestReadHistoryClosesStaleSessionsAtOnce(t *testing.T) {
 		flush func(*Assembler, time.Time)
 		want  []string
 	}{
-		{"history pause", (*Assembler).FlushHistory, []string{sessA}},
+		{"history pause", func(a *Assembler, now time.Time) { a.FlushHistory(now, "") }, []string{sessA}},
 		{"end of the backfill", (*Assembler).FlushRead, []string{sessA}},
 		{"live flush waits for the settle time", func(a *Assembler, now time.Time) { a.Flush(now, false) }, nil},
 	}
@@ -456,7 +456,7 @@ func TestHistoryPauseKeepsASessionOpenWhileItsForksRequestWaits(t *testing.T) {
 		}
 		return n
 	}
-	f.asm.FlushHistory(now)
+	f.asm.FlushHistory(now, "")
 	if ended() != 0 || len(f.log.requests) != 0 {
 		t.Fatalf("after the pause: %d sessions ended, requests %+v; want the session open with its fork's request", ended(), f.log.requests)
 	}

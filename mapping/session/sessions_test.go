@@ -232,8 +232,8 @@ func TestARecordAfterTheContextsWereDroppedReadsAfresh(t *testing.T) {
 		noCwd(U{UUID: "u1", Sec: 0, Text: "List the files."}.String()),
 		noCwd(A{UUID: "a1", Parent: "u1", Sec: 1, Msg: "msg_1", Out: 80, Stop: "end_turn"}.String()),
 	)
-	f.asm.FlushHistory(at(2)) // the group that read it
-	f.asm.FlushHistory(at(3)) // a group without it
+	f.asm.FlushHistory(at(2), "") // the group that read it
+	f.asm.FlushHistory(at(3), "") // a group without it
 	s := f.asm.sessions[sessA]
 	if s == nil || s.ended {
 		t.Fatal("the session of unknown project was not kept open; the test needs it live")

@@ -44,7 +44,7 @@ func readGrouped(t *testing.T, lines []srcLine, sink Sink) {
 	var rec transcript.Record
 	for i := range lines {
 		if i > 0 && lines[i].src.Rel != lines[i-1].src.Rel {
-			asm.FlushHistory(now)
+			asm.FlushHistory(now, "")
 		}
 		if dec.Decode(lines[i].line, &rec) == nil {
 			asm.Add(&lines[i].src, &rec, now)
