@@ -395,7 +395,9 @@ func sameProject(a, b *fileState) bool {
 	return projectOf(a) == projectOf(b)
 }
 
-// projectOf returns the first part of f's path under projects/.
+// projectOf returns the first part of f's path under projects/: its
+// session.Source.ProjectDir, without making its path (for a file right in
+// projects/, in no project, it may be "" instead).
 func projectOf(f *fileState) string {
 	rel := f.dir.rel
 	if i := strings.IndexByte(rel, filepath.Separator); i >= 0 {
@@ -491,7 +493,7 @@ func (r *reader) readSeq(files iter.Seq[*fileState], atEOF bool) int {
 		if d.pause {
 			reading := ""
 			if d.f != nil {
-				reading = session.ClassifySource(d.f.rel()).ProjectDir
+				reading = projectOf(d.f)
 			}
 			r.between(reading)
 			return
