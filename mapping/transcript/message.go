@@ -212,7 +212,7 @@ func readCount(b []byte, i int) (int64, UsageProblem, int, error) {
 		return 0, "", end, err
 	}
 	digits := b[i:end]
-	if bytes.ContainsAny(digits, ".eE-") {
+	if !allDigits(digits) && bytes.ContainsAny(digits, ".eE-") {
 		// Judge the value, not its spelling: 1e3 and 1500.0 are whole,
 		// -0 is zero; 1.5 and -40 are not counts.
 		f, _ := strconv.ParseFloat(string(digits), 64)

@@ -20,14 +20,35 @@ var errSyntax = errors.New("invalid json")
 // allocation.
 
 // hasControl reports whether s holds a byte below 0x20, which JSON
-// forbids inside strings.
+// forbids inside strings. It looks at a word at a time: readLong checks
+// the head of every long string it meets, up to 1.5 KiB, and a loop over
+// bytes was 3 % of decoding assistant lines.
 func hasControl(s []byte) bool {
-	for _, c := range s {
-		if c < 0x20 {
+	i := 0
+	for ; i+8 <= len(s); i += 8 {
+		w := binary.LittleEndian.Uint64(s[i:])
+		if (w-lsb*0x20)&^w&hiBits != 0 {
+			return true
+		}
+	}
+	for ; i < len(s); i++ {
+		if s[i] < 0x20 {
 			return true
 		}
 	}
 	return false
+}
+
+// allDigits reports whether s holds only ASCII digits. (bytes.ContainsAny
+// builds a set of its characters on every call: for the short numbers of
+// token counts it took half the time of reading them.)
+func allDigits(s []byte) bool {
+	for _, c := range s {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return true
 }
 
 func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
@@ -349,7 +370,8 @@ func readInt(b []byte, i int) (int64, int, error) {
 			}
 			n = n*10 + d
 		}
-		if j < 0 || bytes.ContainsAny(b[i:end], "eE") {
+		// Stopped before the end: a fraction or an exponent follows.
+		if j < 0 || j < end && bytes.ContainsAny(b[i:end], "eE") {
 			f, _ := strconv.ParseFloat(string(b[i:end]), 64)
 			switch {
 			case f >= math.MaxInt64:

@@ -2,6 +2,7 @@ package transcript
 
 import (
 	"bytes"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -174,4 +175,35 @@ func FuzzStringEnd(f *testing.F) {
 			t.Fatalf("readString(%q) = (%q, %v, %d), reference says (%q, %v, %d)", quoted, raw, esc, next, b[:wantEnd], wantEsc, wantEnd+2)
 		}
 	})
+}
+
+// TestWordScansAgreeWithByteLoops: hasControl and allDigits, which look at
+// a word at a time, answer as a loop over the bytes does, for a control
+// character or a non-digit at every position of strings of every length
+// around the word size, and next to bytes at or above 0x80 (whose borrow
+// must not make a false match).
+func TestWordScansAgreeWithByteLoops(t *testing.T) {
+	byteControl := func(s []byte) bool { return slices.ContainsFunc(s, func(c byte) bool { return c < 0x20 }) }
+	byteDigits := func(s []byte) bool { return !slices.ContainsFunc(s, func(c byte) bool { return c < '0' || c > '9' }) }
+	for n := 0; n <= 20; n++ {
+		for _, fill := range []byte{'a', ' ', 0x80, 0xff, '0', '9', 0x20, 0x21} {
+			base := bytes.Repeat([]byte{fill}, n)
+			cases := [][]byte{base}
+			for at := 0; at < n; at++ {
+				for _, c := range []byte{0x00, 0x1f, 0x20, '\n', '.', 'e', '-', '/', ':', 0x9f, 0xa0} {
+					s := bytes.Clone(base)
+					s[at] = c
+					cases = append(cases, s)
+				}
+			}
+			for _, s := range cases {
+				if got, want := hasControl(s), byteControl(s); got != want {
+					t.Fatalf("hasControl(%q) = %v, the byte loop says %v", s, got, want)
+				}
+				if got, want := allDigits(s), byteDigits(s); got != want {
+					t.Fatalf("allDigits(%q) = %v, the byte loop says %v", s, got, want)
+				}
+			}
+		}
+	}
 }
