@@ -387,3 +387,44 @@ type limitHit struct {
 	window    string
 	at, reset time.Time
 }
+
+// TestMapperPricesEveryModelNameAsTheTableDoes: the mapper looks a model
+// name up once and keeps its prices; every request, an update and an
+// unknown model are priced as Prices says, also after more names than
+// the memo keeps have cleared it.
+func TestMapperPricesEveryModelNameAsTheTableDoes(t *testing.T) {
+	prices := DefaultPrices()
+	names := []string{"claude-opus-4-6", "Claude-Opus-4.6", "anthropic/claude-sonnet-4-5@20250929", "claude-haiku-4-5-20251001", "kimi-k2", "", "claude-opus-4-6"}
+	for i := range maxPriceMemo + 10 {
+		names = append(names, fmt.Sprintf("no-such-model-%d", i), names[i%6])
+	}
+	r := newRec()
+	m := NewMapper(Config{Prices: prices}, r)
+	at := time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)
+	tok := session.Tokens{Input: 1000, Output: 200, CacheRead: 3000, CacheWrite5m: 40, CacheWrite1h: 50}
+	var want float64
+	var unpriced int64
+	for _, name := range names {
+		m.Request(&session.Request{Where: session.Where{Project: "/p/repo"}, Model: name, End: at, Tokens: tok})
+		if usd, ok := prices.RequestCost(name, at, tok, Modifiers{}); ok {
+			want += usd
+		} else {
+			unpriced += tok.InputTotal() + tok.Output
+		}
+		m.RequestUpdate(&session.RequestUpdate{Where: session.Where{Project: "/p/repo"}, Model: name, Day: session.DayOf(at), Before: tok, Delta: session.Tokens{Output: 7}})
+		if usd, ok := prices.UpdateCost(name, DayTime(session.DayOf(at)), tok, session.Tokens{Output: 7}, Modifiers{}); ok {
+			want += usd
+		} else {
+			unpriced += 7
+		}
+	}
+	if len(m.prices) > maxPriceMemo {
+		t.Errorf("the memo holds %d names, more than %d", len(m.prices), maxPriceMemo)
+	}
+	if math.Abs(r.cost-want) > 1e-9*want || r.unpriced != unpriced {
+		t.Errorf("cost %v, unpriced %d; the table says %v, %d", r.cost, r.unpriced, want, unpriced)
+	}
+	if want == 0 || unpriced == 0 {
+		t.Fatalf("the names priced nothing (%v) or everything (%d unpriced): the test proves nothing", want, unpriced)
+	}
+}

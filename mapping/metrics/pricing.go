@@ -427,7 +427,12 @@ func (p *Prices) Lookup(model string) (Price, bool) {
 // plus its web searches. ok is false for a model the table lacks. The
 // cost never falls when a count grows.
 func (p *Prices) RequestCost(model string, t time.Time, tok session.Tokens, mod Modifiers) (usd float64, ok bool) {
-	m := p.model(model)
+	return p.model(model).requestCost(t, tok, mod)
+}
+
+// requestCost is RequestCost for the prices of one model (nil: a model
+// the table lacks).
+func (m *Model) requestCost(t time.Time, tok session.Tokens, mod Modifiers) (usd float64, ok bool) {
 	if m == nil {
 		return 0, false
 	}
@@ -455,7 +460,12 @@ func (m *Model) cost(t time.Time, tok session.Tokens, mod Modifiers) float64 {
 // cost: the whole request priced after, less before (a tier crossed by
 // the growth reprices all its tokens).
 func (p *Prices) UpdateCost(model string, t time.Time, before, delta session.Tokens, mod Modifiers) (float64, bool) {
-	m := p.model(model)
+	return p.model(model).updateCost(t, before, delta, mod)
+}
+
+// updateCost is UpdateCost for the prices of one model (nil: a model the
+// table lacks).
+func (m *Model) updateCost(t time.Time, before, delta session.Tokens, mod Modifiers) (float64, bool) {
 	if m == nil {
 		return 0, false
 	}
