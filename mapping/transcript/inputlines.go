@@ -356,12 +356,11 @@ func (s *diffScratch) release() {
 	}
 }
 
-// countLines counts the lines of a JSON string's raw text: its unescaped
-// text split at newlines (\n, \u000a), a last line without one counting;
-// "" has none. It reads a word at a time: a backslash followed by n is a
-// newline unless an odd run of backslashes comes before it, which only a
+// countLinesWords is countLines in Go, for the platforms without an
+// assembly kernel. It reads a word at a time: a backslash followed by n is
+// a newline unless an odd run of backslashes comes before it, which only a
 // word holding two backslashes side by side (or a \u) needs checked.
-func countLines(raw []byte) int64 {
+func countLinesWords(raw []byte) int64 {
 	var n int64
 	i := 0
 	for ; i+9 <= len(raw); i += 8 {
@@ -397,6 +396,7 @@ func countLines(raw []byte) int64 {
 	return n
 }
 
+// isNewlineEscape says the backslash at raw[j] starts an escape (an even
 // isNewlineEscape says the backslash at raw[j] starts an escape (an even
 // run of backslashes comes before it) that is a newline (\n, \u000a).
 func isNewlineEscape(raw []byte, j int) bool {

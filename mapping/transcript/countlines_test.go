@@ -1,0 +1,296 @@
+package transcript
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/binary"
+	"encoding/json"
+	"io/fs"
+	"math/bits"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/claude-transcript-exporter/claude-transcript-exporter/internal/testonly/testbackend"
+)
+
+// countLinesRef is countLines as it was before newlineEscapes: a word at
+// a time in Go. The tests hold the new one to it.
+func countLinesRef(raw []byte) int64 {
+	var n int64
+	i := 0
+	for ; i+9 <= len(raw); i += 8 {
+		w := binary.LittleEndian.Uint64(raw[i:])
+		bs := zeroBytes(w ^ (lsb * '\\'))
+		if bs == 0 {
+			continue
+		}
+		next := binary.LittleEndian.Uint64(raw[i+1:])
+		nl := bs & zeroBytes(next^(lsb*'n'))
+		u := bs & zeroBytes(next^(lsb*'u'))
+		if nl == 0 && u == 0 {
+			continue
+		}
+		if u == 0 && bs&(bs<<8) == 0 && (i == 0 || raw[i-1] != '\\' || bs&0x80 == 0) {
+			n += int64(bits.OnesCount64(nl))
+			continue
+		}
+		for m := nl | u; m != 0; m &= m - 1 {
+			if isNewlineEscape(raw, i+bits.TrailingZeros64(m)>>3) {
+				n++
+			}
+		}
+	}
+	for ; i+1 < len(raw); i++ {
+		if raw[i] == '\\' && (raw[i+1] == 'n' || raw[i+1] == 'u') && isNewlineEscape(raw, i) {
+			n++
+		}
+	}
+	if len(raw) > 0 && !endsWithNewline(raw) {
+		n++
+	}
+	return n
+}
+
+// isNewlineEscape says the backslash at raw[j] starts an escape (an even
+
+// decodedLines counts the lines of raw by the rule of countLines on its
+// text as encoding/json decodes it; ok is false when raw is not the
+// content of a JSON string.
+func decodedLines(raw []byte) (n int64, ok bool) {
+	var s string
+	if json.Unmarshal([]byte(`"`+string(raw)+`"`), &s) != nil {
+		return 0, false
+	}
+	n = int64(strings.Count(s, "\n"))
+	if s != "" && !strings.HasSuffix(s, "\n") {
+		n++
+	}
+	return n, true
+}
+
+// corpusStrings holds the contents of the strings of the corpus's lines,
+// once: raw as they stand in the lines, reencoded (every string value
+// decoded by encoding/json and encoded again by json.Marshal, which
+// writes <, >, & and U+2028 as \u escapes), and counted (the raw values
+// of the keys the decoder counts the lines of: tool results' and Write's
+// content, Edit's strings, NotebookEdit's source).
+var corpusStrings struct {
+	once                    sync.Once
+	raw, reencoded, counted [][]byte
+	err                     error
+}
+
+func loadCorpusStrings(tb testing.TB) (raw, reencoded, counted [][]byte) {
+	tb.Helper()
+	c := &corpusStrings
+	c.once.Do(func() {
+		c.err = filepath.WalkDir(testbackend.CorpusDir(tb), func(p string, de fs.DirEntry, err error) error {
+			if err != nil || de.IsDir() || !strings.HasSuffix(p, ".jsonl") {
+				return err
+			}
+			data, err := os.ReadFile(p)
+			if err != nil {
+				return err
+			}
+			sc := bufio.NewScanner(bytes.NewReader(data))
+			sc.Buffer(make([]byte, 0, 1<<20), DefaultMaxLineBytes)
+			for sc.Scan() {
+				line := sc.Bytes()
+				var v any
+				if json.Unmarshal(line, &v) != nil {
+					continue
+				}
+				c.raw = appendRawStrings(c.raw, line, false)
+				c.counted = appendRawStrings(c.counted, line, true)
+				c.reencoded = appendReencoded(c.reencoded, v)
+			}
+			return sc.Err()
+		})
+	})
+	if c.err != nil {
+		tb.Fatal(c.err)
+	}
+	if len(c.raw) < 10000 || len(c.reencoded) < 10000 {
+		tb.Fatalf("only %d raw and %d reencoded strings in the corpus", len(c.raw), len(c.reencoded))
+	}
+	return c.raw, c.reencoded, c.counted
+}
+
+// appendRawStrings appends the content of every string (keys too) of the
+// valid JSON text line, escapes as they are; only the values of the keys
+// whose lines are counted (content, old_string, new_string, new_source)
+// when counted is set.
+func appendRawStrings(dst [][]byte, line []byte, counted bool) [][]byte {
+	var key []byte
+	for i := 0; i < len(line); i++ {
+		if line[i] != '"' {
+			continue
+		}
+		j := i + 1
+		for line[j] != '"' {
+			if line[j] == '\\' {
+				j++
+			}
+			j++
+		}
+		s := line[i+1 : j]
+		i = j
+		isKey := bytes.HasPrefix(bytes.TrimLeft(line[j+1:], " "), []byte(":"))
+		switch {
+		case !counted:
+			dst = append(dst, bytes.Clone(s))
+		case isKey:
+			key = s
+		default:
+			switch string(key) {
+			case "content", "old_string", "new_string", "new_source":
+				dst = append(dst, bytes.Clone(s))
+			}
+		}
+	}
+	return dst
+}
+
+// appendReencoded appends the raw content of every string value in v as
+// json.Marshal writes it.
+func appendReencoded(dst [][]byte, v any) [][]byte {
+	switch v := v.(type) {
+	case string:
+		b, err := json.Marshal(v)
+		if err != nil {
+			panic(err)
+		}
+		dst = append(dst, b[1:len(b)-1])
+	case []any:
+		for _, e := range v {
+			dst = appendReencoded(dst, e)
+		}
+	case map[string]any:
+		for _, e := range v {
+			dst = appendReencoded(dst, e)
+		}
+	}
+	return dst
+}
+
+// craftedLines are raw texts around the 16-byte blocks of newlineEscapes
+// (which start at 1, read a byte on each side and go 4 at a time):
+// backslash runs of 1 to 5 before n, u000a and u000A at every offset to
+// 140, random strings of every length to 200 made of the bytes that
+// matter, a backslash at the end.
+func craftedLines() [][]byte {
+	var out [][]byte
+	for run := 1; run <= 5; run++ {
+		for _, after := range []string{"n", "u000a", "u000A", "u000b", "u00", "\\n", "x", ""} {
+			for off := 0; off <= 140; off++ {
+				for _, tail := range []int{0, 1, 2, 17, 40} {
+					s := strings.Repeat("a", off) + strings.Repeat("\\", run) + after + strings.Repeat("b", tail)
+					out = append(out, []byte(s))
+				}
+			}
+		}
+	}
+	rng := rand.New(rand.NewPCG(16, 17))
+	alphabet := []byte("\\\\\\nnnuu000aAbx\"")
+	for l := 0; l <= 200; l++ {
+		for range 200 {
+			b := make([]byte, l)
+			for i := range b {
+				b[i] = alphabet[rng.IntN(len(alphabet))]
+			}
+			out = append(out, b)
+		}
+		out = append(out, []byte(strings.Repeat("x", l)), []byte(strings.Repeat("\\n", l/2)), []byte(strings.Repeat("\\", l)))
+		out = append(out, []byte(strings.Repeat("x", l)+"\\"), []byte(strings.Repeat("\\u000a", l/6)+"\\"))
+	}
+	return out
+}
+
+// checkCountLines compares countLines and the Go fallback on raw with the
+// reference and the encoding/json count when raw is valid, and the kernel
+// (if any) with its byte-at-a-time model.
+func checkCountLines(t *testing.T, raw []byte) {
+	t.Helper()
+	got := countLines(raw)
+	if want := countLinesRef(raw); got != want {
+		t.Fatalf("countLines(%q) = %d; the word-at-a-time reference says %d", raw, got, want)
+	}
+	if want, ok := decodedLines(raw); ok && got != want {
+		t.Fatalf("countLines(%q) = %d; encoding/json's text has %d lines", raw, got, want)
+	}
+	if got, want := countLinesWords(raw), countLinesRef(raw); got != want {
+		t.Fatalf("countLinesWords(%q) = %d; the reference says %d", raw, got, want)
+	}
+	checkKernel(t, raw)
+}
+
+// TestCountLinesEqualsReferenceAndDecodedText: on every string of the
+// corpus (raw and re-encoded) and on texts crafted around the 16-byte
+// blocks, countLines equals the word-at-a-time loop it replaced and the
+// lines of the text encoding/json decodes.
+func TestCountLinesEqualsReferenceAndDecodedText(t *testing.T) {
+	raw, reencoded, _ := loadCorpusStrings(t)
+	cases := []struct {
+		name  string
+		texts [][]byte
+	}{
+		{"corpus strings as written", raw},
+		{"corpus strings re-encoded by json.Marshal", reencoded},
+		{"crafted texts around the blocks", craftedLines()},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			valid := 0
+			for _, s := range tc.texts {
+				checkCountLines(t, s)
+				if _, ok := decodedLines(s); ok {
+					valid++
+				}
+			}
+			t.Logf("%d texts, %d of them valid JSON string contents", len(tc.texts), valid)
+		})
+	}
+}
+
+// FuzzCountLines holds countLines to the word-at-a-time reference and to
+// encoding/json on any bytes.
+func FuzzCountLines(f *testing.F) {
+	for _, s := range []string{"", "a", "\\", "a\\nb", "a\\\\nb", "\\u000a", "\\u000A\\u000a", strings.Repeat("x\\n", 20), strings.Repeat("\\", 33) + "n", strings.Repeat("ab\\\\\\u000a", 9)} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		checkCountLines(t, raw)
+	})
+}
+
+// BenchmarkCountLines counts the lines of the strings of the corpus the
+// decoder counts (raw, as they stand in its lines) per iteration: new is
+// countLines, word the word-at-a-time loop it replaced.
+func BenchmarkCountLines(b *testing.B) {
+	_, _, counted := loadCorpusStrings(b)
+	var total int64
+	for _, s := range counted {
+		total += int64(len(s))
+	}
+	for _, impl := range []struct {
+		name string
+		fn   func([]byte) int64
+	}{{"new", countLines}, {"word", countLinesRef}} {
+		b.Run(impl.name, func(b *testing.B) {
+			b.SetBytes(total)
+			var n int64
+			for b.Loop() {
+				for _, s := range counted {
+					n += impl.fn(s)
+				}
+			}
+			sink = n
+		})
+	}
+}
+
+var sink int64
