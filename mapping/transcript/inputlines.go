@@ -397,7 +397,6 @@ func countLinesWords(raw []byte) int64 {
 }
 
 // isNewlineEscape says the backslash at raw[j] starts an escape (an even
-// isNewlineEscape says the backslash at raw[j] starts an escape (an even
 // run of backslashes comes before it) that is a newline (\n, \u000a).
 func isNewlineEscape(raw []byte, j int) bool {
 	k := j
