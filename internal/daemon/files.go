@@ -284,6 +284,9 @@ func (r *reader) sync(scan func(func(discover.File)) error, visit func(*fileStat
 			f.seen = r.gen
 			marked++
 		}
+		if fi.NoMeta {
+			f.set(flagMetaRead) // nothing to look for (readMeta)
+		}
 		if visit != nil {
 			visit(f, fi)
 		}

@@ -111,7 +111,16 @@ type File struct {
 	// it as a file it skips: a transcript's place taken by one is not a
 	// transcript gone.
 	Irregular bool
+	// NoMeta says the listing of Dir held no .meta.json and the file was
+	// last written over MetaSettled before it: a subagent transcript
+	// there has no .meta.json to look for (an older Claude Code wrote
+	// none; a newer one writes it as the agent starts). Set by scans only.
+	NoMeta bool
 }
+
+// MetaSettled is how long a file must have gone unwritten before a
+// listing without a .meta.json says it has none (NoMeta).
+const MetaSettled = time.Minute
 
 // irregular are the file types listed as Irregular (a symlink is not
 // listed: transcripts are not followed through links).

@@ -373,6 +373,10 @@ func (wk *walker) list(dir string) ([]fs.DirEntry, error) {
 	return entries, err
 }
 
+// metaExt ends the .meta.json Claude Code writes beside a subagent's
+// transcript (File.NoMeta).
+const metaExt = ".meta.json"
+
 // subagentsDir holds a session's subagent transcripts (Claude Code 2.1.2+).
 const subagentsDir = "subagents"
 
@@ -387,7 +391,9 @@ func (wk *walker) readDir(dir string) ([]fs.DirEntry, error) {
 	defer d.Close()
 	entries, err := d.ReadDir(-1)
 	keep := entries[:0]
+	metas := false
 	for _, e := range entries {
+		metas = metas || strings.HasSuffix(e.Name(), metaExt)
 		switch name := e.Name(); {
 		case e.IsDir():
 			if name != skippedDir {
@@ -398,6 +404,7 @@ func (wk *walker) readDir(dir string) ([]fs.DirEntry, error) {
 		}
 	}
 	sortEntries(keep)
+	now := wk.w.now()
 	for _, e := range keep {
 		if e.IsDir() {
 			continue
@@ -406,6 +413,7 @@ func (wk *walker) readDir(dir string) ([]fs.DirEntry, error) {
 		if serr != nil && !errors.Is(serr, fs.ErrNotExist) {
 			wk.errs = append(wk.errs, serr)
 		}
+		f.NoMeta = !metas && now.Sub(f.ModTime) > MetaSettled
 		wk.found = append(wk.found, stat{f, ok})
 	}
 	return keep, err

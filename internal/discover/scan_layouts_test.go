@@ -6,6 +6,7 @@ import (
 	"runtime"
 	"slices"
 	"testing"
+	"time"
 )
 
 func TestScanFindsEveryLayoutAndSkipsTheRest(t *testing.T) {
@@ -139,4 +140,45 @@ func TestScanFollowsLinkedRootAndProjectsButNotLinksBelow(t *testing.T) {
 	later := filepath.Join(link, "projects", "-p", "t.jsonl")
 	writeFile(t, later, "{}\n")
 	waitEvent(t, w, later, Changed)
+}
+
+// TestScanSaysWhichFilesHaveNoMetaToLookFor: a file is NoMeta when its
+// directory lists no .meta.json and it was last written over MetaSettled
+// before the scan; one .meta.json in the directory, or a recent write,
+// and the reader looks for it as before.
+func TestScanSaysWhichFilesHaveNoMetaToLookFor(t *testing.T) {
+	root := t.TempDir()
+	proj := filepath.Join(root, "projects", "-p")
+	old := time.Now().Add(-2 * MetaSettled)
+	files := map[string]bool{ // path under proj: want NoMeta
+		"11111111-1111-1111-1111-111111111111.jsonl":                   true,
+		"agent-legacy.jsonl":                                           true,
+		"agent-recent.jsonl":                                           false,
+		"22222222-2222-2222-2222-222222222222/subagents/agent-a.jsonl": false,
+		"22222222-2222-2222-2222-222222222222/subagents/agent-b.jsonl": false,
+		"33333333-3333-3333-3333-333333333333/subagents/agent-c.jsonl": true,
+	}
+	for rel := range files {
+		p := filepath.Join(proj, rel)
+		writeFile(t, p, "{}\n")
+		if rel != "agent-recent.jsonl" {
+			if err := os.Chtimes(p, old, old); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	// One meta for two agents: the directory has metas, so neither is
+	// judged from the listing.
+	writeFile(t, filepath.Join(proj, "22222222-2222-2222-2222-222222222222/subagents/agent-a.meta.json"), "{}")
+	w := newTestWatcher(t, Config{Roots: []string{root}, PollOnly: true})
+	got := mustScan(t, w)
+	if len(got) != len(files) {
+		t.Fatalf("scan found %d files, want %d: %+v", len(got), len(files), got)
+	}
+	for _, f := range got {
+		rel, _ := filepath.Rel(proj, f.Path)
+		if want, ok := files[filepath.ToSlash(rel)]; !ok || f.NoMeta != want {
+			t.Errorf("%s: NoMeta %v, want %v", rel, f.NoMeta, want)
+		}
+	}
 }
