@@ -56,6 +56,7 @@ FUZZ_TARGETS := \
 	FuzzDecode:./mapping/transcript \
 	FuzzValidUTF8:./mapping/transcript \
 	FuzzStringEnd:./mapping/transcript \
+	FuzzCountLines:./mapping/transcript \
 	FuzzPipeline:./internal/daemon \
 	FuzzTail:./internal/tail \
 	FuzzParse:./mapping/claudedir \
