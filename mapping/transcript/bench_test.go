@@ -13,7 +13,7 @@ import (
 )
 
 // loadCorpus holds every non-empty line of the real corpus in memory.
-func loadCorpus(b *testing.B) (lines [][]byte, total int64) {
+func loadCorpus(b testing.TB) (lines [][]byte, total int64) {
 	b.Helper()
 	root := testbackend.CorpusDir(b)
 	if _, err := os.Stat(root); err != nil {
