@@ -284,9 +284,7 @@ func (r *reader) sync(scan func(func(discover.File)) error, visit func(*fileStat
 			f.seen = r.gen
 			marked++
 		}
-		if fi.NoMeta {
-			f.set(flagMetaRead) // nothing to look for (readMeta)
-		}
+		f.listed(fi)
 		if visit != nil {
 			visit(f, fi)
 		}
@@ -306,6 +304,14 @@ func (r *reader) sync(scan func(func(discover.File)) error, visit func(*fileStat
 	}
 	r.self.FilesWatched.Set(float64(len(r.files)))
 	return err
+}
+
+// listed takes what a scan's listing says of f beyond its stat: that
+// there is no .meta.json to look for (discover.File.NoMeta; readMeta).
+func (f *fileState) listed(fi discover.File) {
+	if fi.NoMeta {
+		f.set(flagMetaRead)
+	}
 }
 
 // find returns the entry of path p, or nil.

@@ -295,9 +295,7 @@ func (r *reader) streamFiles(w *discover.Watcher, log *slog.Logger) iter.Seq[*fi
 				r.self.FilesWatched.Set(float64(r.streamed))
 				f := r.newFileState(fi.Path, rel, fi.Dir)
 				f.set(flagStreamed)
-				if fi.NoMeta {
-					f.set(flagMetaRead) // nothing to look for (readMeta)
-				}
+				f.listed(fi)
 				if order.next(f, emit); !more {
 					return
 				}

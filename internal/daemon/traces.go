@@ -391,8 +391,9 @@ func builderConfig(tc TracesConfig, project func(cwd string) string, prices *met
 		c.Granularity = spans.GranularityTurn
 	}
 	if prices != nil {
+		memo := prices.Memo() // the builder prices on one goroutine
 		c.Price = func(model string, t session.Tokens, r *session.Request) (float64, bool) {
-			return prices.RequestCost(model, metrics.RequestTime(r), t, metrics.ModifiersOf(r.Attribution))
+			return memo.RequestCost(model, metrics.RequestTime(r), t, metrics.ModifiersOf(r.Attribution))
 		}
 	}
 	return c

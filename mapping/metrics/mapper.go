@@ -145,29 +145,8 @@ type Mapper struct {
 	// byCwd is the label of each working dir as written, so that the
 	// path is folded (projectKey) once, not on every observation.
 	byCwd map[string]string
-	// prices holds the prices of each model name as written (nil for a
-	// model the table lacks), so that a name is normalised and looked up
-	// once, not on every request: NormalizeModel and the table's search
-	// were 1 % of the CPU of the 1 GB one-shot (perf). Cleared when full.
-	prices map[string]*Model
-}
-
-// maxPriceMemo bounds Mapper.prices: a history holds a few dozen model
-// names; a hostile one may hold any number.
-const maxPriceMemo = 1024
-
-// priceOf returns the prices of a model name as written, or nil when the
-// table lacks it.
-func (m *Mapper) priceOf(model string) *Model {
-	pm, ok := m.prices[model]
-	if !ok {
-		if len(m.prices) >= maxPriceMemo {
-			clear(m.prices)
-		}
-		pm = m.cfg.Prices.model(model)
-		m.prices[model] = pm
-	}
-	return pm
+	// prices prices requests, each model name looked up once.
+	prices *PriceMemo
 }
 
 // NewMapper returns a mapper sending observations to obs.
@@ -191,7 +170,7 @@ func NewMapper(cfg Config, obs Observer) *Mapper {
 	}
 	return &Mapper{cfg: cfg, obs: obs, timed: timed, ex: ex, limits: map[string]*limiter{},
 		projects: map[string]string{}, owners: map[string]string{}, byCwd: map[string]string{},
-		prices: map[string]*Model{}}
+		prices: cfg.Prices.Memo()}
 }
 
 // at tells a timed observer when the next observations happened.
@@ -305,11 +284,11 @@ func (m *Mapper) Request(r *session.Request) {
 			defer m.ex.Exemplar(Exemplar{})
 		}
 	}
-	usd, ok := m.priceOf(r.Model).requestCost(at, r.Tokens, mod)
+	usd, ok := m.prices.RequestCost(r.Model, at, r.Tokens, mod)
 	m.tokens(model, p, spender, attrs, r.Tokens, usd, ok)
 	blockUSD := priced(usd, ok)
 	for _, adv := range r.Advisor {
-		usd, ok := m.priceOf(adv.Model).requestCost(at, adv.Tokens, mod)
+		usd, ok := m.prices.RequestCost(adv.Model, at, adv.Tokens, mod)
 		m.tokens(m.model(adv.Model), p, spender, attrs, adv.Tokens, usd, ok)
 		blockUSD += priced(usd, ok)
 	}
@@ -363,7 +342,7 @@ func (m *Mapper) RequestUpdate(u *session.RequestUpdate) {
 		}
 	}
 	m.at(when)
-	usd, ok := m.priceOf(u.Model).updateCost(DayTime(u.Day), u.Before, u.Delta, ModifiersOf(u.Attribution))
+	usd, ok := m.prices.UpdateCost(u.Model, DayTime(u.Day), u.Before, u.Delta, ModifiersOf(u.Attribution))
 	m.tokens(m.model(u.Model), m.Project(u.Project), m.spender(u.Spender), m.attributes(u.Attribution), u.Delta, usd, ok)
 	// The growth joins the request's block where the line that grew it
 	// falls (a request's lines are seconds apart).

@@ -418,8 +418,8 @@ func TestMapperPricesEveryModelNameAsTheTableDoes(t *testing.T) {
 			unpriced += 7
 		}
 	}
-	if len(m.prices) > maxPriceMemo {
-		t.Errorf("the memo holds %d names, more than %d", len(m.prices), maxPriceMemo)
+	if len(m.prices.models) > maxPriceMemo {
+		t.Errorf("the memo holds %d names, more than %d", len(m.prices.models), maxPriceMemo)
 	}
 	if math.Abs(r.cost-want) > 1e-9*want || r.unpriced != unpriced {
 		t.Errorf("cost %v, unpriced %d; the table says %v, %d", r.cost, r.unpriced, want, unpriced)
