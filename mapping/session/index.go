@@ -119,6 +119,8 @@ func better(out, tot, bestOut, bestTot int64) bool {
 type keySet struct {
 	old    segments[struct{}, noVals]
 	recent map[uint64]struct{}
+	// filter holds every key once one is added (none in a frozen view).
+	filter keyFilter
 }
 
 // mergeAt is how many recent keys n sorted keys take in before
@@ -126,6 +128,9 @@ type keySet struct {
 func mergeAt(n int) int { return max(4096, n/8) }
 
 func (s *keySet) has(k uint64) bool {
+	if s.filter.ready() && !s.filter.mayHave(k) {
+		return false
+	}
 	if _, ok := s.recent[k]; ok {
 		return true
 	}
@@ -141,6 +146,9 @@ func (s *keySet) add(k uint64) bool {
 		s.recent = make(map[uint64]struct{})
 	}
 	s.recent[k] = struct{}{}
+	if !s.filter.ready() || s.filter.add(k) {
+		s.filter.build(s.len(), s.all())
+	}
 	if len(s.recent) >= mergeAt(s.old.len()) {
 		s.mergeRecent()
 	}
@@ -315,9 +323,14 @@ type doneIndex struct {
 	// wide holds the requests whose numbers do not fit doneVal; it is
 	// looked up first, so a request that moved there is found there.
 	wide map[uint64]doneReq
+	// filter holds every key once one is put (none in a frozen view).
+	filter keyFilter
 }
 
 func (x *doneIndex) get(k uint64) (doneReq, bool) {
+	if x.filter.ready() && !x.filter.mayHave(k) {
+		return doneReq{}, false
+	}
 	if d, ok := x.wide[k]; ok {
 		return d, true
 	}
@@ -334,15 +347,21 @@ func (x *doneIndex) get(k uint64) (doneReq, bool) {
 }
 
 func (x *doneIndex) put(k uint64, d doneReq) {
+	// A request is most often put once, when it is emitted: the filter
+	// then says it is new, and it is looked for nowhere else.
+	fresh := x.filter.ready() && !x.filter.mayHave(k)
+	if !x.filter.ready() || x.filter.add(k) {
+		defer x.filter.build(x.len(), x.keys)
+	}
 	v, ok := packDone(d)
-	if _, wide := x.wide[k]; wide || !ok {
+	if !ok || !fresh && x.isWide(k) {
 		if x.wide == nil {
 			x.wide = make(map[uint64]doneReq)
 		}
 		x.wide[k] = d
 		return
 	}
-	if _, ok := x.recent[k]; !ok && x.sorted.has(k) {
+	if !fresh && x.isSorted(k) {
 		if x.over == nil {
 			x.over = make(map[uint64]doneVal)
 		}
@@ -356,6 +375,19 @@ func (x *doneIndex) put(k uint64, d doneReq) {
 	if len(x.recent)+len(x.over) >= mergeAt(x.sorted.len()) {
 		x.mergeRecent()
 	}
+}
+
+func (x *doneIndex) isWide(k uint64) bool {
+	_, ok := x.wide[k]
+	return ok
+}
+
+// isSorted reports whether k is in the sorted segments and not recent.
+func (x *doneIndex) isSorted(k uint64) bool {
+	if _, ok := x.recent[k]; ok {
+		return false
+	}
+	return x.sorted.has(k)
 }
 
 // mergeRecent merges the recent requests and new values into the sorted
@@ -372,6 +404,25 @@ func (x *doneIndex) mergeRecent() {
 }
 
 func (x *doneIndex) len() int { return x.sorted.len() + len(x.recent) + len(x.wide) }
+
+// keys yields every key, those of wide requests maybe twice.
+func (x *doneIndex) keys(yield func(uint64) bool) {
+	for k := range x.wide {
+		if !yield(k) {
+			return
+		}
+	}
+	for k := range x.recent {
+		if !yield(k) {
+			return
+		}
+	}
+	for k := range x.sorted.all() {
+		if !yield(k) {
+			return
+		}
+	}
+}
 
 // each calls fn for every request, once, in no particular order.
 func (x *doneIndex) each(fn func(k uint64, d doneReq)) {

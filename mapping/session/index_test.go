@@ -1,6 +1,7 @@
 package session
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -172,5 +173,64 @@ func TestDoneValueKeepsEveryCount(t *testing.T) {
 	d.counted.WebSearch = 1 << 33
 	if _, ok := packDone(d); ok {
 		t.Error("a count over 32 bits was packed")
+	}
+}
+
+// TestIndexFilterAnswersMostAbsentKeys: the filter in front of keySet and
+// doneIndex answers most lookups of absent keys by itself (at 8 to 16
+// slots a key, fewer than one in eight pass it), keeps every key it was
+// given across its rebuilds, and does not grow for a key put again.
+func TestIndexFilterAnswersMostAbsentKeys(t *testing.T) {
+	tests := []struct {
+		name     string
+		distinct int // keys added
+		repeats  int // puts of one key more
+	}{
+		{"empty", 0, 0},
+		{"one segment", 3000, 0},
+		{"several rebuilds", 200000, 0},
+		{"one key put again and again", 1, 100000},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			rng := rand.New(rand.NewPCG(uint64(tt.distinct), 3))
+			var s keySet
+			var x doneIndex
+			keys := make([]uint64, tt.distinct)
+			for i := range keys {
+				keys[i] = idKey(keyTool, fmt.Sprintf("toolu_%d_%d", i, rng.Uint64()))
+				s.add(keys[i])
+				x.put(keys[i], doneReq{out: int64(i)})
+			}
+			for range tt.repeats {
+				s.add(keys[0])
+				x.put(keys[0], doneReq{out: 1})
+			}
+			for _, f := range []*keyFilter{&s.filter, &x.filter} {
+				if tt.distinct == 0 {
+					if f.ready() {
+						t.Fatal("a filter was made with nothing added")
+					}
+					continue
+				}
+				if slots := len(f.bits) * 64; slots < 8*tt.distinct || slots > max(16*tt.distinct, minFilterSlots) {
+					t.Errorf("%d slots for %d keys, want 8 to 16 a key (at least %d)", slots, tt.distinct, minFilterSlots)
+				}
+				for _, k := range keys {
+					if !f.mayHave(k) {
+						t.Fatalf("filter lost key %x", k)
+					}
+				}
+				passed := 0
+				for i := range 20000 {
+					if f.mayHave(idKey(keyTool, fmt.Sprintf("absent_%d", i))) {
+						passed++
+					}
+				}
+				if passed > 20000/8 {
+					t.Errorf("%d of 20000 absent keys passed the filter, want at most an eighth", passed)
+				}
+			}
+		})
 	}
 }
