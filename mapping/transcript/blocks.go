@@ -97,7 +97,7 @@ func (d *Decoder) block(b []byte, v int, m *Message) (int, error) {
 	case "tool_use", "server_tool_use":
 		tu := ToolUse{Server: string(typRaw) == "server_tool_use"}
 		if id.set {
-			tu.ID = d.plain(id.raw(b), id.esc)
+			tu.ID = d.id(id.raw(b), id.esc)
 		}
 		if name.set {
 			tu.Name = d.internBytes(name.raw(b), name.esc)
@@ -119,7 +119,7 @@ func (d *Decoder) block(b []byte, v int, m *Message) (int, error) {
 	case "tool_result":
 		tr := ToolResult{IsError: isError}
 		if toolUseID.set {
-			tr.ToolUseID = d.plain(toolUseID.raw(b), toolUseID.esc)
+			tr.ToolUseID = d.id(toolUseID.raw(b), toolUseID.esc)
 		}
 		if content.set {
 			c := content.raw(b)
@@ -143,7 +143,7 @@ func (d *Decoder) block(b []byte, v int, m *Message) (int, error) {
 		// (web_search_tool_result, web_fetch_tool_result,
 		// advisor_tool_result, …): it answers its server_tool_use. An
 		// error is content of a type ending in _error.
-		tr := ToolResult{InStream: true, ToolUseID: d.plain(toolUseID.raw(b), toolUseID.esc)}
+		tr := ToolResult{InStream: true, ToolUseID: d.id(toolUseID.raw(b), toolUseID.esc)}
 		if content.set {
 			tr.IsError = resultError(content.raw(b))
 		}

@@ -2,6 +2,7 @@ package transcript
 
 import (
 	"errors"
+	"strings"
 	"time"
 )
 
@@ -75,6 +76,8 @@ type Decoder struct {
 	recent [128]string
 	// last holds the ids of the lines before, by field (see again).
 	last lastIDs
+	// ids is where the strings of ids are made (idString).
+	ids strings.Builder
 	// lastDay is the date parseTime last validated, and its midnight.
 	lastDay struct {
 		date [10]byte
@@ -263,7 +266,7 @@ func (d *Decoder) again(b []byte, i int, last *string, prev string) (string, int
 		case prev == string(raw):
 			*last = prev
 		default:
-			*last = string(raw)
+			*last = d.idString(raw)
 		}
 		return *last, next, nil
 	}
@@ -281,6 +284,42 @@ func checkedSkip(b []byte, i int) (int, error) {
 		return next, err
 	}
 	return skipValue(b, i)
+}
+
+// idChunk is the size of the blocks idString makes id strings in; idMax
+// the longest id made in one (longer ones are allocated alone).
+const (
+	idChunk = 1 << 10
+	idMax   = 64
+)
+
+// idString returns raw as a string. Ids (a line's uuid, a message's,
+// request's and tool call's) were a third of the one-shot's allocations,
+// one each: they are written one after another into a block of idChunk
+// bytes instead, each string a part of it, and a new block is started
+// when one is full. A strings.Builder only ever appends, so a string it
+// returned never changes. A block lives as long as any id in it: an id
+// the assembly keeps (the last few uuids of a session, the ids of open
+// requests and tools) keeps at most idChunk bytes.
+func (d *Decoder) idString(raw []byte) string {
+	if len(raw) > idMax {
+		return string(raw)
+	}
+	if d.ids.Cap()-d.ids.Len() < len(raw) {
+		d.ids = strings.Builder{}
+		d.ids.Grow(idChunk)
+	}
+	start := d.ids.Len()
+	d.ids.Write(raw)
+	return d.ids.String()[start:]
+}
+
+// id is plain for an id: made by idString when it has no escapes.
+func (d *Decoder) id(raw []byte, escaped bool) string {
+	if escaped {
+		return d.plain(raw, true)
+	}
+	return d.idString(raw)
 }
 
 // plain returns the string a JSON string's raw content stands for,

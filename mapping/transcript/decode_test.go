@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -1147,5 +1148,46 @@ func TestDecodeEmbeddedMessageNeverLeaksIntoALaterLine(t *testing.T) {
 			t.Errorf("step %d: embedded uuid %q request %q message %q usage %v; want uuid %q and nothing of another line",
 				i, r.Embedded.UUID, r.Embedded.RequestID, r.Embedded.Message.ID, r.Embedded.Message.HasUsage, s.uuid)
 		}
+	}
+}
+
+// TestIDsKeptFromEarlierLinesNeverChange: ids are made in shared blocks
+// (idString); an id kept from one line must read the same after the
+// decoder has made thousands more, across many blocks, whatever its
+// length or escapes.
+func TestIDsKeptFromEarlierLinesNeverChange(t *testing.T) {
+	tests := []struct {
+		name string
+		uuid func(i int) string // as written in JSON
+		want func(i int) string
+	}{
+		{"uuids", func(i int) string { return fmt.Sprintf("%08d-0000-4000-8000-%012d", i, i) },
+			func(i int) string { return fmt.Sprintf("%08d-0000-4000-8000-%012d", i, i) }},
+		{"longer than a block takes", func(i int) string { return strings.Repeat("x", idMax+1) + strconv.Itoa(i) },
+			func(i int) string { return strings.Repeat("x", idMax+1) + strconv.Itoa(i) }},
+		{"escaped", func(i int) string { return `u\"` + strconv.Itoa(i) }, func(i int) string { return `u"` + strconv.Itoa(i) }},
+		{"short", strconv.Itoa, strconv.Itoa},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dec := NewDecoder(Options{})
+			var kept []Record
+			for i := range 5000 {
+				line := fmt.Sprintf(`{"type":"assistant","uuid":"%s","requestId":"req_%d","message":{"id":"msg_%d","role":"assistant","model":"m",`+
+					`"content":[{"type":"tool_use","id":"toolu_%d","name":"Read","input":{}}],"usage":{"input_tokens":1,"output_tokens":1}}}`,
+					tt.uuid(i), i, i, i)
+				var r Record
+				if err := dec.Decode([]byte(line), &r); err != nil {
+					t.Fatalf("line %d: %v", i, err)
+				}
+				kept = append(kept, r)
+			}
+			for i, r := range kept {
+				if r.UUID != tt.want(i) || r.RequestID != "req_"+strconv.Itoa(i) || r.Message.ID != "msg_"+strconv.Itoa(i) ||
+					len(r.Message.ToolUses) != 1 || r.Message.ToolUses[0].ID != "toolu_"+strconv.Itoa(i) {
+					t.Fatalf("line %d now reads uuid %q request %q message %q tools %+v", i, r.UUID, r.RequestID, r.Message.ID, r.Message.ToolUses)
+				}
+			}
+		})
 	}
 }
