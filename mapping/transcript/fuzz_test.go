@@ -97,6 +97,12 @@ func FuzzDecode(f *testing.F) {
 		"9223372036854775807", "-9223372036854775808", "100000001", "1e9", "-0", "0.0", "[]", "{}"} {
 		f.Add([]byte(`{"type":"assistant","uuid":"u","message":{"id":"m","model":"claude-opus-4-5","stop_reason":"end_turn","usage":{"input_tokens":` +
 			v + `,"output_tokens":3,"cache_creation":{"ephemeral_5m_input_tokens":` + v + `}}}}`))
+		// The same value as a web search count, an iteration's tokens, and
+		// an iteration's own server tools (which nothing reads).
+		f.Add([]byte(`{"type":"assistant","message":{"id":"m","usage":{"input_tokens":1,"server_tool_use":{"web_search_requests":` + v + `}}}}`))
+		f.Add([]byte(`{"type":"assistant","message":{"id":"m","usage":{"input_tokens":1,"iterations":[{"type":"advisor_message","input_tokens":2},` +
+			`{"type":"message","cache_creation":{"ephemeral_1h_input_tokens":` + v + `}}]}}}`))
+		f.Add([]byte(`{"type":"assistant","message":{"id":"m","usage":{"input_tokens":1,"iterations":[{"type":"advisor_message","server_tool_use":{"web_search_requests":` + v + `}}]}}}`))
 	}
 	for _, s := range []string{"\xff\xfe{", "{\"type\":\"user\"", "\n", "\x00"} {
 		f.Add([]byte(s))
@@ -334,28 +340,57 @@ func refInt(v any) (int64, bool) {
 // (by value: 1e3 is whole). Counts with duplicate keys are
 // judged by the last value (encoding/json's view).
 func refUsageBad(usage, cc map[string]any) bool {
-	bad := func(v any) bool {
-		if v == nil {
-			return false
-		}
-		n, ok := v.(json.Number)
-		if !ok {
+	if refCountsBad(usage, cc) {
+		return true
+	}
+	// The web searches a request made are a count too.
+	if stu, ok := usage["server_tool_use"].(map[string]any); ok {
+		if v, ok := stu["web_search_requests"]; ok && refCountBad(v) {
 			return true
 		}
-		x, err := strconv.ParseFloat(string(n), 64)
-		return err != nil || x != math.Trunc(x) || x < 0 || x > MaxUsageTokens
 	}
+	// So are an iteration's (its tokens, not its own server tools): a bad
+	// one rejects the whole usage.
+	its, _ := usage["iterations"].([]any)
+	for _, it := range its {
+		if m, ok := it.(map[string]any); ok {
+			icc, _ := m["cache_creation"].(map[string]any)
+			if refCountsBad(m, icc) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// refCountsBad reports whether a usage's (or an iteration's) token counts
+// hold one the decoder rejects.
+func refCountsBad(usage, cc map[string]any) bool {
 	for _, k := range []string{"input_tokens", "output_tokens", "cache_read_input_tokens", "cache_creation_input_tokens"} {
-		if v, ok := usage[k]; ok && bad(v) {
+		if v, ok := usage[k]; ok && refCountBad(v) {
 			return true
 		}
 	}
 	for _, k := range []string{"ephemeral_5m_input_tokens", "ephemeral_1h_input_tokens"} {
-		if v, ok := cc[k]; ok && bad(v) {
+		if v, ok := cc[k]; ok && refCountBad(v) {
 			return true
 		}
 	}
 	return false
+}
+
+// refCountBad reports whether a count's value is not a whole number from
+// 0 to MaxUsageTokens (null counts as none).
+func refCountBad(v any) bool {
+	if v == nil {
+		return false
+	}
+	n, ok := v.(json.Number)
+	if !ok {
+		return true
+	}
+	x, err := strconv.ParseFloat(string(n), 64)
+	return err != nil || x != math.Trunc(x) || x < 0 || x > MaxUsageTokens
 }
 
 func compareWithReference(t *testing.T, ref map[string]any, r *Record, escType bool, depth int) {
