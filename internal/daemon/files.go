@@ -595,7 +595,7 @@ func (r *reader) readNew(f *fileState, atEOF bool) bool {
 // offset; reading on would start mid-line in the new content. Anything
 // else is read again from the start; global dedup keeps what was counted
 // from counting twice. It reports false when the check itself failed.
-func (r *reader) checkIdentity(f *fileState, fh *os.File, replaced bool) bool {
+func (r *reader) checkIdentity(f *fileState, fh io.ReaderAt, replaced bool) bool {
 	defer f.unset(flagVerify)
 	if f.offset == 0 && !replaced && !f.has(flagVerify) {
 		return true
@@ -632,7 +632,7 @@ func (r *reader) checkIdentity(f *fileState, fh *os.File, replaced bool) bool {
 
 // updateFingerprint completes the fingerprint of a file that was shorter
 // than the fingerprint's length.
-func (r *reader) updateFingerprint(f *fileState, fh *os.File) {
+func (r *reader) updateFingerprint(f *fileState, fh io.ReaderAt) {
 	if f.fpLen < checkpoint.FingerprintBytes {
 		if fp, err := r.fpScratch.FingerprintOf(fh); err == nil && fp != f.fingerprint() {
 			r.changing(f)

@@ -59,7 +59,7 @@ const maxRecycledBatches = 8
 type job struct {
 	seq int
 	f   *fileState
-	fh  *os.File
+	fh  *safefile.File
 	// reads, when set, counts the file's ranges not yet read, on every
 	// job of the file: the worker that reads the last closes fh (the
 	// closes were 7,296 syscalls a 1 GB one-shot on the assembly's
@@ -578,9 +578,9 @@ func (r *reader) openFailed(f *fileState, err error) {
 // prepare checks a file before reading it (identity, truncation) and
 // returns it open with the range to read, or nil when there is nothing
 // new.
-func (r *reader) prepare(f *fileState) (*os.File, int64, int64) {
+func (r *reader) prepare(f *fileState) (*safefile.File, int64, int64) {
 	var (
-		fh       *os.File
+		fh       *safefile.File
 		st       os.FileInfo
 		err      error
 		replaced bool
@@ -589,7 +589,7 @@ func (r *reader) prepare(f *fileState) (*os.File, int64, int64) {
 	if !f.has(flagStatted) && !f.has(flagVerify) {
 		// Never read (the backfill's case): open it and stat the open
 		// file, one path lookup instead of two.
-		if fh, st, err = safefile.Open(path); err != nil {
+		if fh, st, err = safefile.OpenFile(path); err != nil {
 			r.openFailed(f, err)
 			return nil, 0, 0
 		}
@@ -610,7 +610,7 @@ func (r *reader) prepare(f *fileState) (*os.File, int64, int64) {
 		}
 		// Opened without blocking and checked again on the handle: the
 		// path may have become a FIFO since the stat.
-		if fh, st, err = safefile.Open(path); err != nil {
+		if fh, st, err = safefile.OpenFile(path); err != nil {
 			r.openFailed(f, err)
 			return nil, 0, 0
 		}

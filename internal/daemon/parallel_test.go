@@ -3,6 +3,7 @@ package daemon
 import (
 	"errors"
 	"fmt"
+	"github.com/claude-transcript-exporter/claude-transcript-exporter/internal/safefile"
 	"os"
 	"path/filepath"
 	"slices"
@@ -65,7 +66,7 @@ func TestRangesOfManyShortLinesGoToTheAssemblyInBoundedParts(t *testing.T) {
 	}
 	for _, cores := range []int{1, 2, 4} {
 		t.Run(fmt.Sprintf("%d cores", cores), func(t *testing.T) {
-			fh, err := os.Open(path)
+			fh, _, err := safefile.OpenFile(path)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -135,7 +136,7 @@ func TestLongRangesOfOneFileAreStreamedSideBySide(t *testing.T) {
 	if err := os.WriteFile(path, []byte(file.String()), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	fh, err := os.Open(path)
+	fh, _, err := safefile.OpenFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -186,7 +187,7 @@ func TestLongRangesOfOneFileAreStreamedSideBySide(t *testing.T) {
 // error on its last part, the ranges after it read as usual.
 func TestSplitRangesKeepTheirPlaceBetweenPauses(t *testing.T) {
 	dir := t.TempDir()
-	write := func(name, prefix string, lines int) (*os.File, tail.Range) {
+	write := func(name, prefix string, lines int) (*safefile.File, tail.Range) {
 		var b strings.Builder
 		for i := range lines {
 			fmt.Fprintf(&b, "{\"uuid\":\"%s%d\"}\n", prefix, i)
@@ -195,7 +196,7 @@ func TestSplitRangesKeepTheirPlaceBetweenPauses(t *testing.T) {
 		if err := os.WriteFile(path, []byte(b.String()), 0o600); err != nil {
 			t.Fatal(err)
 		}
-		fh, err := os.Open(path)
+		fh, _, err := safefile.OpenFile(path)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -310,11 +311,11 @@ func TestTheWorkerThatReadsAFilesLastRangeClosesIt(t *testing.T) {
 	}
 	for _, cores := range []int{1, 2, 4} {
 		t.Run(fmt.Sprintf("%d cores", cores), func(t *testing.T) {
-			owned, err := os.Open(path)
+			owned, _, err := safefile.OpenFile(path)
 			if err != nil {
 				t.Fatal(err)
 			}
-			kept, err := os.Open(path)
+			kept, _, err := safefile.OpenFile(path)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -335,15 +336,15 @@ func TestTheWorkerThatReadsAFilesLastRangeClosesIt(t *testing.T) {
 				}
 				records += len(d.recs)
 				if d.last && d.fh == owned {
-					if _, err := owned.Stat(); !errors.Is(err, os.ErrClosed) {
-						t.Errorf("the file's last range was taken with its handle open (stat: %v)", err)
+					if err := owned.Close(); !errors.Is(err, os.ErrClosed) {
+						t.Errorf("the file's last range was taken with its handle open (close: %v)", err)
 					}
 				}
 			})
 			if want := 2 * 12 * 500; records != want {
 				t.Errorf("%d records, want %d", records, want)
 			}
-			if _, err := kept.Stat(); err != nil {
+			if _, err := kept.ReadAt(make([]byte, 1), 0); err != nil {
 				t.Errorf("a handle fed without a count of reads was closed: %v", err)
 			}
 		})

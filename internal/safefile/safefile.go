@@ -57,7 +57,7 @@ func Open(path string) (*os.File, fs.FileInfo, error) {
 
 // ReadFile reads a whole regular file of at most maxBytes bytes.
 func ReadFile(path string, maxBytes int64) ([]byte, error) {
-	f, st, err := Open(path)
+	f, st, err := OpenFile(path)
 	if err != nil {
 		return nil, err
 	}
@@ -65,15 +65,27 @@ func ReadFile(path string, maxBytes int64) ([]byte, error) {
 	if st.Size() > maxBytes {
 		return nil, fmt.Errorf("%s: %w: %d bytes, the limit is %d", path, ErrTooLarge, st.Size(), maxBytes)
 	}
-	// The size can change under us: never read past the cap.
-	b, err := io.ReadAll(io.LimitReader(f, maxBytes+1))
-	if err != nil {
-		return nil, err
+	// Read to the end, which is most often the size the stat gave (one
+	// byte more is asked for to see it); the file can grow under us,
+	// but never past the cap.
+	b := make([]byte, st.Size()+1)
+	n := 0
+	for {
+		if n == len(b) {
+			if int64(n) > maxBytes {
+				return nil, fmt.Errorf("%s: %w: more than %d bytes", path, ErrTooLarge, maxBytes)
+			}
+			b = append(b, make([]byte, min(int64(len(b)), maxBytes+1-int64(n)))...)
+		}
+		m, err := f.ReadAt(b[n:], int64(n))
+		n += m
+		if errors.Is(err, io.EOF) {
+			return b[:n], nil
+		}
+		if err != nil {
+			return nil, err
+		}
 	}
-	if int64(len(b)) > maxBytes {
-		return nil, fmt.Errorf("%s: %w: more than %d bytes", path, ErrTooLarge, maxBytes)
-	}
-	return b, nil
 }
 
 // Kind names a file mode's type for messages and metric labels: fifo,

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"os"
 )
 
 // LineStatus tells the caller what kind of line it is handed.
@@ -52,10 +51,17 @@ type ReadOptions struct {
 	AtEOF bool
 }
 
+// File is what ReadFrom reads: a file read at offsets, named in errors
+// (an *os.File, a safefile.File).
+type File interface {
+	io.ReaderAt
+	Name() string
+}
+
 // ReadFrom reads f from offset and calls fn for each line with the offset
 // just after it. It returns the offset after the last line handed over:
 // the caller's new watermark. fn returning an error stops the read.
-func (r *Reader) ReadFrom(f *os.File, offset int64, opts ReadOptions, fn func(line []byte, end int64, st LineStatus) error) (int64, error) {
+func (r *Reader) ReadFrom(f File, offset int64, opts ReadOptions, fn func(line []byte, end int64, st LineStatus) error) (int64, error) {
 	// Read at offsets (pread), never from the handle's position: the
 	// ranges of one file are read by several workers at once on one
 	// handle, and a seek of one moved another's reads.
