@@ -4,10 +4,8 @@ package safefile
 
 import (
 	"errors"
-	"fmt"
 	"io"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"syscall"
 	"time"
@@ -40,14 +38,7 @@ func OpenFile(path string) (*File, fs.FileInfo, error) {
 		}
 	}
 	if err != nil {
-		err = &fs.PathError{Op: "open", Path: path, Err: err}
-		if errors.Is(err, fs.ErrNotExist) {
-			return nil, nil, err
-		}
-		if st, serr := os.Stat(path); serr == nil && !st.Mode().IsRegular() {
-			return nil, nil, fmt.Errorf("%s: %w (%s)", path, ErrNotRegular, Kind(st.Mode()))
-		}
-		return nil, nil, err
+		return nil, nil, openFailed(path, &fs.PathError{Op: "open", Path: path, Err: err})
 	}
 	fi := &fileInfo{name: filepath.Base(path)}
 	for {
@@ -62,7 +53,7 @@ func OpenFile(path string) (*File, fs.FileInfo, error) {
 	}
 	if !fi.Mode().IsRegular() {
 		syscall.Close(fd)
-		return nil, nil, fmt.Errorf("%s: %w (%s)", path, ErrNotRegular, Kind(fi.Mode()))
+		return nil, nil, notRegular(path, fi.Mode())
 	}
 	return &File{fd: fd, name: path}, fi, nil
 }

@@ -32,16 +32,7 @@ var ErrLocked = errors.New("in use by another exporter")
 func Open(path string) (*os.File, fs.FileInfo, error) {
 	f, err := openNonBlocking(path)
 	if err != nil {
-		// Some kinds cannot even be opened (a socket: ENXIO); say what it
-		// is. A missing file is just missing (a subagent without its
-		// .meta.json, most of the time): no second lookup.
-		if errors.Is(err, fs.ErrNotExist) {
-			return nil, nil, err
-		}
-		if st, serr := os.Stat(path); serr == nil && !st.Mode().IsRegular() {
-			return nil, nil, fmt.Errorf("%s: %w (%s)", path, ErrNotRegular, Kind(st.Mode()))
-		}
-		return nil, nil, err
+		return nil, nil, openFailed(path, err)
 	}
 	st, err := f.Stat()
 	if err != nil {
@@ -50,9 +41,28 @@ func Open(path string) (*os.File, fs.FileInfo, error) {
 	}
 	if !st.Mode().IsRegular() {
 		f.Close()
-		return nil, nil, fmt.Errorf("%s: %w (%s)", path, ErrNotRegular, Kind(st.Mode()))
+		return nil, nil, notRegular(path, st.Mode())
 	}
 	return f, st, nil
+}
+
+// openFailed is the error of an open of path that failed with err. Some
+// kinds cannot even be opened (a socket: ENXIO); it says what it is. A
+// missing file is just missing (a subagent without its .meta.json, most of
+// the time): no second lookup.
+func openFailed(path string, err error) error {
+	if errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	if st, serr := os.Stat(path); serr == nil && !st.Mode().IsRegular() {
+		return notRegular(path, st.Mode())
+	}
+	return err
+}
+
+// notRegular is the error for a path whose file has mode m, not regular.
+func notRegular(path string, m fs.FileMode) error {
+	return fmt.Errorf("%s: %w (%s)", path, ErrNotRegular, Kind(m))
 }
 
 // ReadFile reads a whole regular file of at most maxBytes bytes.
