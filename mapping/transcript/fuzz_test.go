@@ -124,6 +124,16 @@ func FuzzDecode(f *testing.F) {
 			checkInvariants(t, &r, Options{})
 		}
 
+		// Read again by the same decoder, which now keeps the run of
+		// fields the input holds (run.go): the same record.
+		var again Record
+		errA := dec.Decode(data, &again)
+		var alone Record
+		errF := NewDecoder(Options{}).Decode(data, &alone)
+		if ReasonOf(errA) != ReasonOf(errF) || (errA == nil) != (errF == nil) || !sameRecord(again, alone) {
+			t.Fatalf("read again: %v %+v; alone: %v %+v", errA, again, errF, alone)
+		}
+
 		// The same input with every Keep option and a small cap: same
 		// verdict, caps respected.
 		keep := Options{KeepText: true, KeepThinking: true, KeepToolIO: true, MaxKeepBytes: 7}
