@@ -80,6 +80,8 @@ type Decoder struct {
 	ids strings.Builder
 	// run is the run of fields last kept from the top of a line.
 	run runState
+	// lastUsage is the usage object read last (usageOnce).
+	lastUsage lastUsage
 	// lastDay is the date parseTime last validated, and its midnight.
 	lastDay struct {
 		date [10]byte

@@ -24,7 +24,10 @@ func (d *Decoder) message(b []byte, v int, m *Message) (int, error) {
 		case "usage":
 			if v < len(b) && b[v] == '{' {
 				m.HasUsage = true
-				return d.usage(b, v, &m.Usage, &m.Advisor)
+				if m.Usage == (Usage{}) && len(m.Advisor) == 0 {
+					return d.usageOnce(b, v, m)
+				}
+				return d.usage(b, v, &m.Usage, &m.Advisor) // a repeated key: merged
 			}
 			return skipValue(b, v)
 		case "content":
@@ -69,6 +72,39 @@ func (d *Decoder) diagnostics(b []byte, v int, m *Message) (int, error) {
 		}
 		return end, err
 	})
+}
+
+// usageMax is the longest usage object usageOnce keeps.
+const usageMax = 2048
+
+// lastUsage is the usage object usageOnce read last: its bytes and what
+// they decode to.
+type lastUsage struct {
+	bytes []byte
+	u     Usage
+	adv   []AdvisorUsage
+}
+
+// usageOnce reads the usage object at b[v] into m, which holds no usage
+// yet. The lines of one response repeat its usage byte for byte (two in
+// five assistant lines hold the usage of the one before): when b holds
+// the object read last, its values are taken instead of reading it again.
+// A JSON object ends where its bytes say, so the same bytes are the same
+// object, and with m empty they decode to the same values.
+func (d *Decoder) usageOnce(b []byte, v int, m *Message) (int, error) {
+	last := &d.lastUsage
+	if n := len(last.bytes); n != 0 && len(b)-v >= n && string(b[v:v+n]) == string(last.bytes) {
+		m.Usage = last.u
+		m.Advisor = append(m.Advisor[:0], last.adv...)
+		return v + n, nil
+	}
+	end, err := d.usage(b, v, &m.Usage, &m.Advisor)
+	if err == nil && end-v <= usageMax {
+		last.bytes = append(last.bytes[:0], b[v:end]...)
+		last.u = m.Usage
+		last.adv = append(last.adv[:0], m.Advisor...)
+	}
+	return end, err
 }
 
 func (d *Decoder) usage(b []byte, v int, u *Usage, adv *[]AdvisorUsage) (int, error) {

@@ -2,6 +2,7 @@ package transcript
 
 import (
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -128,6 +129,58 @@ func TestRunValuesFollowTheRecord(t *testing.T) {
 		}
 		if !r.IsSidechain || r.Cwd != "/w" || r.SessionID != "s" || r.Version != "v" || r.GitBranch != "b" || r.AgentID != "a" || r.Slug != "g" {
 			t.Fatalf("fields not set from the run: %+v", r)
+		}
+	}
+}
+
+// TestUsageIsTakenOnlyWhereItDecodesTheSame pairs a line whose usage is
+// kept (usageOnce) with lines that hold it, or nearly, and checks that
+// each decodes as it does alone.
+func TestUsageIsTakenOnlyWhereItDecodesTheSame(t *testing.T) {
+	usages := []string{
+		`{"input_tokens":3,"cache_creation_input_tokens":120,"cache_read_input_tokens":4000,"cache_creation":{"ephemeral_5m_input_tokens":0,"ephemeral_1h_input_tokens":120},"output_tokens":7,"service_tier":"standard"}`,
+		`{"input_tokens":1,"output_tokens":2,"iterations":[{"type":"advisor_message","model":"claude-opus-4-5","input_tokens":5,"output_tokens":6},{"type":"message","input_tokens":1}]}`,
+		`{"input_tokens":-1,"output_tokens":2}`,
+		`{"input_tokens":1,"iterations":[{"type":"advisor_message","input_tokens":1e400}]}`,
+		`{"input_tokens":1,"speed":null,"inference_geo":"us","server_tool_use":{"web_search_requests":2}}`,
+		`{}`,
+	}
+	line := func(id, usage string) string {
+		return `{"type":"assistant","uuid":"u","message":{"id":"` + id + `","model":"claude-sonnet-4-5","usage":` + usage + `}}`
+	}
+	for i, u := range usages {
+		for _, tc := range []struct{ name, line string }{
+			{"the same usage", line("m2", u)},
+			{"a count differs", line("m2", strings.Replace(u, "1", "9", 1))},
+			{"the usage key twice", `{"type":"assistant","message":{"usage":{"output_tokens":99},"usage":` + u + `}}`},
+			{"the same usage twice", `{"type":"assistant","message":{"usage":` + u + `,"usage":` + u + `}}`},
+			{"the usage then another", `{"type":"assistant","message":{"usage":` + u + `,"usage":{"input_tokens":5}}}`},
+			{"in a progress envelope", `{"type":"progress","data":{"type":"agent_progress","message":{"type":"assistant","message":{"id":"m","usage":` + u + `}}}}`},
+			{"cut short", line("m2", u)[:len(line("m2", u))-4]},
+			{"followed by no comma", `{"type":"assistant","message":{"usage":` + u + ` "id":"m"}}`},
+			{"as a string", `{"type":"assistant","message":{"id":"` + strings.ReplaceAll(u, `"`, `\"`) + `","usage":{"input_tokens":4}}}`},
+		} {
+			t.Run(strconv.Itoa(i)+"/"+tc.name, func(t *testing.T) {
+				dec := NewDecoder(Options{})
+				var r Record
+				if err := dec.Decode([]byte(line("m1", u)), &r); err != nil {
+					t.Fatal(err)
+				}
+				if string(dec.lastUsage.bytes) != u {
+					t.Fatalf("kept usage %q, want %q", dec.lastUsage.bytes, u)
+				}
+				for pass := range 2 {
+					var got Record
+					err := dec.Decode([]byte(tc.line), &got)
+					want, wantErr := decodeFresh([]byte(tc.line))
+					if (err == nil) != (wantErr == nil) || ReasonOf(err) != ReasonOf(wantErr) {
+						t.Fatalf("pass %d: after the first line: %v, alone: %v", pass, err, wantErr)
+					}
+					if !sameRecord(got, want) {
+						t.Fatalf("pass %d: after the first line:\n%+v\nalone:\n%+v", pass, got.Message, want.Message)
+					}
+				}
+			})
 		}
 	}
 }
