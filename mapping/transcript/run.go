@@ -9,13 +9,13 @@ package transcript
 // byte for byte the same from one line to the next. The decoder keeps the
 // bytes of the last such run it read at the top of a line and what they
 // set; a line whose bytes at a key are the same run takes those values
-// without reading the run again (seven keys and values, a fifth of an
-// assistant line's decoding). A run is a sequence of whole key/value
-// pairs, and JSON reads the same bytes the same way wherever an object
-// holds them, so a line decodes exactly as if it had been read: every
-// byte of the run was checked when it was first read, the line's UTF-8
-// is checked whole before decoding, and what follows the run is read as
-// usual. A repeated key after the run replaces its value as it would.
+// without reading the run again (seven keys and values a line). A run is
+// a sequence of whole key/value pairs, and JSON reads the same bytes the
+// same way wherever an object holds them, so a line decodes exactly as if
+// it had been read: every byte of the run was checked when it was first
+// read, the line's UTF-8 is checked whole before decoding, and what
+// follows the run is read as usual. A repeated key after the run replaces
+// its value as it would.
 
 // runKey names a top-level key whose value may be taken from a run: a
 // plain field, set from its bytes alone (no rare field, no decoder state
