@@ -51,21 +51,40 @@ func (p *Planner) Plan(f io.ReaderAt, from, size, chunk int64, atEOF bool) ([]Ra
 	buf := p.buf
 	for start < size {
 		cut := start + chunk
-		if cut >= size {
-			if atEOF {
-				// The rest fits in one range and is read to the end
-				// whatever its last byte: Lines hands an unterminated
-				// tail over as such, so there is nothing to look for
-				// (a read of the last byte per file saved).
-				return append(out, Range{Start: start, End: size, Unterminated: true}), nil
+		var end int64
+		for {
+			if cut >= size {
+				if atEOF {
+					// The rest fits in one range and is read to the end
+					// whatever its last byte: Lines hands an unterminated
+					// tail over as such, so there is nothing to look for
+					// (a read of the last byte per file saved).
+					return append(out, Range{Start: start, End: size, Unterminated: true}), nil
+				}
+				cut = size
 			}
-			cut = size
-		}
-		// Find the first '\n' at or after cut-1, i.e. the end of the line
-		// that holds byte cut-1.
-		end, err := nextNewline(f, cut-1, size, buf)
-		if err != nil {
-			return nil, err
+			if cut < size && cut-start < maxRangeChunks*chunk {
+				// A cut inside a line that goes on past the first probe
+				// moves on by a chunk rather than read the line to its
+				// end: the probes of the cuts in long lines had read a
+				// tenth of a 1 GB tree again.
+				var err error
+				if end, err = newlineIn(f, cut-1, size, buf[:firstProbe]); err != nil {
+					return nil, err
+				}
+				if end < 0 {
+					cut += chunk
+					continue
+				}
+				break
+			}
+			// Find the first '\n' at or after cut-1, i.e. the end of the
+			// line that holds byte cut-1.
+			var err error
+			if end, err = nextNewline(f, cut-1, size, buf); err != nil {
+				return nil, err
+			}
+			break
 		}
 		if end < 0 {
 			// No '\n' from cut-1 on: the rest is an unterminated line.
@@ -87,6 +106,28 @@ func (p *Planner) Plan(f io.ReaderAt, from, size, chunk int64, atEOF bool) ([]Ra
 		start = end + 1
 	}
 	return out, nil
+}
+
+// maxRangeChunks bounds how far Plan moves a cut that falls in a long line
+// on: a range holds at most this many chunks before the line's end is
+// looked for however far it is.
+const maxRangeChunks = 4
+
+// newlineIn returns the offset of the first '\n' in the len(buf) bytes
+// from at (fewer before to), read at once, or -1.
+func newlineIn(f io.ReaderAt, at, to int64, buf []byte) (int64, error) {
+	n := min(int64(len(buf)), to-at)
+	if n <= 0 {
+		return -1, nil
+	}
+	m, err := f.ReadAt(buf[:n], at)
+	if err != nil && !errors.Is(err, io.EOF) {
+		return 0, fmt.Errorf("find line end: %w", err)
+	}
+	if i := bytes.IndexByte(buf[:m], '\n'); i >= 0 {
+		return at + int64(i), nil
+	}
+	return -1, nil
 }
 
 // nextNewline returns the offset of the first '\n' in [at, size), or -1.

@@ -34,6 +34,8 @@ func TestPlannedRangesYieldTheSameLinesAsASequentialRead(t *testing.T) {
 		"blank lines":         "\n\n\na\n\n",
 		"long line":           "a\n" + long + "\nb\n" + long,
 		"many short lines":    strings.Repeat("0123456789\n", 5000),
+		"lines past a probe":  strings.Repeat(strings.Repeat("y", 20<<10)+"\n", 40),
+		"lines past 3 chunks": strings.Repeat(strings.Repeat("z", 3<<12)+"\n", 10),
 	}
 	for name, content := range contents {
 		for _, chunk := range []int64{1, 7, 64, 4096, 1 << 20} {
@@ -111,15 +113,73 @@ func TestLinesOverTheCapAreReportedNotHandedOver(t *testing.T) {
 	}
 }
 
-// countingReaderAt counts the reads made through it.
+// countingReaderAt counts the reads made through it and the largest.
 type countingReaderAt struct {
-	r     *strings.Reader
-	reads int
+	r       *strings.Reader
+	reads   int
+	largest int
 }
 
 func (c *countingReaderAt) ReadAt(p []byte, off int64) (int, error) {
 	c.reads++
+	c.largest = max(c.largest, len(p))
 	return c.r.ReadAt(p, off)
+}
+
+// TestPlanMovesCutsOutOfLongLinesInOneProbe: a cut that falls in a line
+// going on past the first probe moves on by a chunk instead of reading the
+// line to its end, up to maxRangeChunks chunks a range; past that the
+// line's end is looked for however far it is.
+func TestPlanMovesCutsOutOfLongLinesInOneProbe(t *testing.T) {
+	const chunk = 64 << 10
+	short := strings.Repeat("s", 99) + "\n"
+	for _, tc := range []struct {
+		name       string
+		content    string
+		wantEnd    int64 // of the first range
+		maxRead    int   // the largest read Plan may make
+		wantProbes int   // reads to plan the first range
+	}{
+		{
+			// The cut at 64 KiB falls in the 100 KiB line; the next, at
+			// 128 KiB, in short lines: one probe each.
+			name:    "a long line, then short lines",
+			content: strings.Repeat("x", 100<<10) + "\n" + strings.Repeat(short, 2000),
+			wantEnd: 131101, maxRead: firstProbe, wantProbes: 2,
+		},
+		{
+			// Every cut up to the fourth chunk falls in the line: its end
+			// is then read for.
+			name:    "a line of 300 KiB",
+			content: strings.Repeat("x", 300<<10) + "\n" + strings.Repeat(short, 2000),
+			wantEnd: 300<<10 + 1, maxRead: probe, wantProbes: -1,
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := &countingReaderAt{r: strings.NewReader(tc.content)}
+			var p Planner
+			ranges, err := p.Plan(f, 0, int64(len(tc.content)), chunk, true)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ranges[0].End != tc.wantEnd {
+				t.Fatalf("first range %v, want it to end at %d", ranges[0], tc.wantEnd)
+			}
+			if f.largest > tc.maxRead {
+				t.Fatalf("a read of %d bytes, want at most %d", f.largest, tc.maxRead)
+			}
+			// The cuts after the first fall in short lines: one read each,
+			// none for the last range, read to the end.
+			if first := f.reads - (len(ranges) - 2); tc.wantProbes > 0 && first != tc.wantProbes {
+				t.Fatalf("first range planned with %d reads, want %d", first, tc.wantProbes)
+			}
+			for i, rg := range ranges {
+				if n := rg.End - rg.Start; n > maxRangeChunks*chunk && i > 0 {
+					t.Fatalf("range %d holds %d bytes of short lines", i, n)
+				}
+			}
+		})
+	}
 }
 
 func TestPlanAtEOFReadsNothingWhenTheRestFitsInOneRange(t *testing.T) {
