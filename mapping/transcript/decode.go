@@ -357,9 +357,9 @@ func (d *Decoder) dropScratch() {
 // record decodes the object at b[i] into r. It serves top-level lines and
 // the envelopes embedded in progress records.
 func (d *Decoder) record(b []byte, i int, r *Record) (int, error) {
-	// rk names the run key fn last read (run.go); the top of a line
-	// reads and keeps runs, an embedded envelope reads every key.
-	var rk runKey
+	// rs follows the run of fields fn reads (run.go): the top of a line
+	// takes and keeps runs, an embedded envelope reads every key.
+	rs := runScan{d: d, r: r}
 	fn := func(key []byte, v int) (int, error) {
 		var err error
 		var next int
@@ -387,10 +387,10 @@ func (d *Decoder) record(b []byte, i int, r *Record) (int, error) {
 		case "logicalParentUuid":
 			next, err = checkedSkip(b, v)
 		case "sessionId":
-			rk = runSessionID
+			rs.rk = runSessionID
 			r.SessionID, next, err = d.str(b, v, true)
 		case "agentId":
-			rk = runAgentID
+			rs.rk = runAgentID
 			r.AgentID, next, err = d.str(b, v, true)
 		case "requestId":
 			r.RequestID, next, err = d.again(b, v, &d.last.request, "")
@@ -399,7 +399,7 @@ func (d *Decoder) record(b []byte, i int, r *Record) (int, error) {
 		case "timestamp":
 			next, err = d.timestamp(b, v, r)
 		case "isSidechain":
-			rk = runIsSidechain
+			rs.rk = runIsSidechain
 			r.IsSidechain, next, err = readBool(b, v)
 		case "isMeta":
 			r.IsMeta, next, err = readBool(b, v)
@@ -422,19 +422,19 @@ func (d *Decoder) record(b []byte, i int, r *Record) (int, error) {
 			x, next, err = d.str(b, v, true)
 			setRare(r, x, func(m *Rare) *string { return &m.Level })
 		case "cwd":
-			rk = runCwd
+			rs.rk = runCwd
 			r.Cwd, next, err = d.str(b, v, true)
 		case "gitBranch":
-			rk = runGitBranch
+			rs.rk = runGitBranch
 			r.GitBranch, next, err = d.str(b, v, true)
 		case "version":
-			rk = runVersion
+			rs.rk = runVersion
 			r.Version, next, err = d.str(b, v, true)
 		case "slug":
-			rk = runSlug
+			rs.rk = runSlug
 			r.Slug, next, err = d.str(b, v, true)
 		case "userType", "entrypoint":
-			rk = runUserType
+			rs.rk = runUserType
 			return skipValue(b, v)
 		case "message":
 			if v < len(b) && b[v] == '{' {
@@ -522,86 +522,7 @@ func (d *Decoder) record(b []byte, i int, r *Record) (int, error) {
 	if d.embedding {
 		return objectFields(b, i, fn)
 	}
-	return d.topFields(b, i, r, &rk, fn)
-}
-
-// topFields is objectFields for the object of a line, with runs (run.go):
-// at a key where the bytes of the kept run start, their values are taken
-// and the run is stepped over; otherwise the line's first run is read and
-// kept. fn sets *rk to the run key it read, if any.
-func (d *Decoder) topFields(b []byte, i int, r *Record, rk *runKey, fn func(key []byte, v int) (int, error)) (int, error) {
-	i = skipWS(b, i)
-	if i >= len(b) || b[i] != '{' {
-		return 0, errSyntax
-	}
-	i = skipWS(b, i+1)
-	if i < len(b) && b[i] == '}' {
-		return i + 1, nil
-	}
-	var c runCapture
-	for {
-		if !c.closed && d.run.matchRun(b, i) {
-			d.run.vals.apply(r, d.run.keys)
-			i += len(d.run.bytes)
-			c.closed = true // one run a line: the kept one stays
-		} else {
-			start := i
-			key, esc, next, err := readString(b, i)
-			if err != nil {
-				return 0, err
-			}
-			if esc {
-				var buf [64]byte
-				key = appendUnescaped(buf[:0], key, 64)
-			}
-			i = skipWS(b, next)
-			if i >= len(b) || b[i] != ':' {
-				return 0, errSyntax
-			}
-			i = skipWS(b, i+1)
-			if i >= len(b) {
-				return 0, errSyntax
-			}
-			*rk = runNone
-			i, err = fn(key, i)
-			if err != nil {
-				return 0, err
-			}
-			if !c.closed {
-				// Only run keys set the fields of a run, so they hold its
-				// values still when the key after it has been read.
-				if c.note(*rk, start, i); c.closed {
-					d.keepRun(b, r, &c)
-				}
-			}
-		}
-		i = skipWS(b, i)
-		if i >= len(b) {
-			return 0, errSyntax
-		}
-		switch b[i] {
-		case ',':
-			i = skipWS(b, i+1)
-		case '}':
-			if !c.closed && c.keys != 0 {
-				d.keepRun(b, r, &c)
-			}
-			return i + 1, nil
-		default:
-			return 0, errSyntax
-		}
-	}
-}
-
-// keepRun keeps the run c found in b, with the values it set in r.
-func (d *Decoder) keepRun(b []byte, r *Record, c *runCapture) {
-	c.closed = true
-	if c.end-c.start > runMax || c.keys&^(1<<runUserType) == 0 {
-		return
-	}
-	d.run.bytes = append(d.run.bytes[:0], b[c.start:c.end]...)
-	d.run.keys = c.keys
-	d.run.vals.take(r, c.keys)
+	return fields(b, i, fn, &rs)
 }
 
 // setRare stores v in the rare field of r that field picks. A zero value

@@ -46,90 +46,115 @@ type runState struct {
 	vals  runValues
 }
 
-// runValues are the fields a run sets.
+// runValues are the fields a run sets: isSidechain, and the strings of the
+// keys from runCwd on (runString).
 type runValues struct {
-	isSidechain                                  bool
-	cwd, sessionID, version, gitBranch, slug, ag string
+	isSidechain bool
+	strs        [runAgentID - runCwd + 1]string
 }
 
-// runCapture follows the run a line being read holds: it starts at the
-// first run key and ends at the first other key after it (or the end of
-// the object). Only the first run of a line is kept.
-type runCapture struct {
+// runString is the string field of r that run key k sets, or nil.
+func runString(r *Record, k runKey) *string {
+	switch k {
+	case runCwd:
+		return &r.Cwd
+	case runSessionID:
+		return &r.SessionID
+	case runVersion:
+		return &r.Version
+	case runGitBranch:
+		return &r.GitBranch
+	case runSlug:
+		return &r.Slug
+	case runAgentID:
+		return &r.AgentID
+	}
+	return nil
+}
+
+// copyRun copies the fields the run keys set between r and v: into v when
+// take is set, else into r.
+func (v *runValues) copyRun(r *Record, keys uint16, take bool) {
+	if keys&(1<<runIsSidechain) != 0 {
+		if take {
+			v.isSidechain = r.IsSidechain
+		} else {
+			r.IsSidechain = v.isSidechain
+		}
+	}
+	for k := runCwd; k <= runAgentID; k++ {
+		if keys&(1<<k) == 0 {
+			continue
+		}
+		if f := runString(r, k); take {
+			v.strs[k-runCwd] = *f
+		} else {
+			*f = v.strs[k-runCwd]
+		}
+	}
+}
+
+// runScan follows the run of the line being read: it starts at the first
+// run key and ends at the first other key after it (or the end of the
+// object). Only the first run of a line is kept; a line that took the
+// kept run keeps it.
+type runScan struct {
+	d *Decoder
+	r *Record
+	// rk is the run key the record's fn read last (runNone for others).
+	rk         runKey
 	start, end int
 	keys       uint16
 	closed     bool
 }
 
-// note records that the key read from start to end (the end of its
-// value) is k (runNone for any other key).
-func (c *runCapture) note(k runKey, start, end int) {
+// reuse takes the kept run when b holds it at i, a key's opening quote,
+// and returns the index after it; else 0.
+func (s *runScan) reuse(b []byte, i int) int {
+	kept := &s.d.run
+	n := len(kept.bytes)
+	if s.closed || n == 0 || len(b)-i < n || b[i+1] != kept.bytes[1] || string(b[i:i+n]) != string(kept.bytes) {
+		return 0
+	}
+	kept.vals.copyRun(s.r, kept.keys, false)
+	s.closed = true
+	return i + n
+}
+
+// note follows the key read from start to end (the end of its value).
+// Only run keys set the fields of a run, so they hold its values still
+// when the key after it has been read.
+func (s *runScan) note(b []byte, start, end int) {
+	k := s.rk
+	s.rk = runNone
 	switch {
-	case c.closed:
+	case s.closed:
 	case k == runNone:
-		c.closed = c.keys != 0
-	case c.keys == 0:
-		c.start, c.end, c.keys = start, end, 1<<k
+		if s.keys != 0 {
+			s.keep(b)
+		}
+	case s.keys == 0:
+		s.start, s.end, s.keys = start, end, 1<<k
 	default:
-		c.end, c.keys = end, c.keys|1<<k
+		s.end, s.keys = end, s.keys|1<<k
 	}
 }
 
-// take reads the values of the keys of a captured run from r, which holds
-// them right after the run was read.
-func (v *runValues) take(r *Record, keys uint16) {
-	*v = runValues{}
-	if keys&(1<<runIsSidechain) != 0 {
-		v.isSidechain = r.IsSidechain
-	}
-	if keys&(1<<runCwd) != 0 {
-		v.cwd = r.Cwd
-	}
-	if keys&(1<<runSessionID) != 0 {
-		v.sessionID = r.SessionID
-	}
-	if keys&(1<<runVersion) != 0 {
-		v.version = r.Version
-	}
-	if keys&(1<<runGitBranch) != 0 {
-		v.gitBranch = r.GitBranch
-	}
-	if keys&(1<<runSlug) != 0 {
-		v.slug = r.Slug
-	}
-	if keys&(1<<runAgentID) != 0 {
-		v.ag = r.AgentID
+// done is the end of the object: a run that reached it is kept.
+func (s *runScan) done(b []byte) {
+	if !s.closed && s.keys != 0 {
+		s.keep(b)
 	}
 }
 
-// apply sets the fields of r that a run of keys sets, as reading it would.
-func (v *runValues) apply(r *Record, keys uint16) {
-	if keys&(1<<runIsSidechain) != 0 {
-		r.IsSidechain = v.isSidechain
+// keep keeps the run found in b, with the values it set in the record.
+func (s *runScan) keep(b []byte) {
+	s.closed = true
+	if s.end-s.start > runMax || s.keys&^(1<<runUserType) == 0 {
+		return
 	}
-	if keys&(1<<runCwd) != 0 {
-		r.Cwd = v.cwd
-	}
-	if keys&(1<<runSessionID) != 0 {
-		r.SessionID = v.sessionID
-	}
-	if keys&(1<<runVersion) != 0 {
-		r.Version = v.version
-	}
-	if keys&(1<<runGitBranch) != 0 {
-		r.GitBranch = v.gitBranch
-	}
-	if keys&(1<<runSlug) != 0 {
-		r.Slug = v.slug
-	}
-	if keys&(1<<runAgentID) != 0 {
-		r.AgentID = v.ag
-	}
-}
-
-// matchRun reports whether b holds the kept run at i, a key's opening
-// quote.
-func (s *runState) matchRun(b []byte, i int) bool {
-	n := len(s.bytes)
-	return n != 0 && len(b)-i >= n && b[i+1] == s.bytes[1] && string(b[i:i+n]) == string(s.bytes)
+	kept := &s.d.run
+	kept.bytes = append(kept.bytes[:0], b[s.start:s.end]...)
+	kept.keys = s.keys
+	kept.vals.copyRun(s.r, s.keys, true)
 }

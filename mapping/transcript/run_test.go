@@ -38,6 +38,21 @@ func decodeFresh(line []byte) (Record, error) {
 	return r, err
 }
 
+// decodesAsAlone decodes line with dec and fails unless the verdict and
+// the record are those of a decoder that has read nothing before.
+func decodesAsAlone(t *testing.T, dec *Decoder, line []byte, what string) {
+	t.Helper()
+	var got Record
+	err := dec.Decode(line, &got)
+	want, wantErr := decodeFresh(line)
+	if (err == nil) != (wantErr == nil) || ReasonOf(err) != ReasonOf(wantErr) {
+		t.Fatalf("%s: after the lines before: %v, alone: %v\n%.300s", what, err, wantErr, line)
+	}
+	if !sameRecord(got, want) {
+		t.Fatalf("%s: after the lines before:\n%+v\nalone:\n%+v\n%.300s", what, got, want, line)
+	}
+}
+
 // TestLinesDecodeAsAloneAfterAnyLineBefore decodes every corpus line with
 // one decoder, which takes the run of fields the lines repeat from the
 // line before (run.go), and compares each record whole with what a
@@ -50,15 +65,7 @@ func TestLinesDecodeAsAloneAfterAnyLineBefore(t *testing.T) {
 		if len(dec.run.bytes) > 0 && strings.Contains(string(line), string(dec.run.bytes)) {
 			reused++
 		}
-		var got Record
-		err := dec.Decode(line, &got)
-		want, wantErr := decodeFresh(line)
-		if (err == nil) != (wantErr == nil) || ReasonOf(err) != ReasonOf(wantErr) {
-			t.Fatalf("%s: after the lines before: %v, alone: %v\n%.300s", path, err, wantErr, line)
-		}
-		if !sameRecord(got, want) {
-			t.Fatalf("%s: after the lines before:\n%+v\nalone:\n%+v\n%.300s", path, got, want, line)
-		}
+		decodesAsAlone(t, dec, line, path)
 	})
 	// The corpus's lines repeat their runs: most hold the one kept before.
 	if lines == 0 || reused < lines/2 {
@@ -103,15 +110,7 @@ func TestRunsAreTakenOnlyWhereTheyDecodeTheSame(t *testing.T) {
 				t.Fatalf("kept run %q, want %q", dec.run.bytes, run)
 			}
 			for pass := range 2 { // the second with the line's own run kept
-				var got Record
-				err := dec.Decode([]byte(tc.line), &got)
-				want, wantErr := decodeFresh([]byte(tc.line))
-				if (err == nil) != (wantErr == nil) || ReasonOf(err) != ReasonOf(wantErr) {
-					t.Fatalf("pass %d: after the first line: %v, alone: %v", pass, err, wantErr)
-				}
-				if !sameRecord(got, want) {
-					t.Fatalf("pass %d: after the first line:\n%+v\nalone:\n%+v", pass, got, want)
-				}
+				decodesAsAlone(t, dec, []byte(tc.line), "pass "+strconv.Itoa(pass))
 			}
 		})
 	}
@@ -169,16 +168,8 @@ func TestUsageIsTakenOnlyWhereItDecodesTheSame(t *testing.T) {
 				if string(dec.lastUsage.bytes) != u {
 					t.Fatalf("kept usage %q, want %q", dec.lastUsage.bytes, u)
 				}
-				for pass := range 2 {
-					var got Record
-					err := dec.Decode([]byte(tc.line), &got)
-					want, wantErr := decodeFresh([]byte(tc.line))
-					if (err == nil) != (wantErr == nil) || ReasonOf(err) != ReasonOf(wantErr) {
-						t.Fatalf("pass %d: after the first line: %v, alone: %v", pass, err, wantErr)
-					}
-					if !sameRecord(got, want) {
-						t.Fatalf("pass %d: after the first line:\n%+v\nalone:\n%+v", pass, got.Message, want.Message)
-					}
+				for pass := range 2 { // the second with the line's own usage kept
+					decodesAsAlone(t, dec, []byte(tc.line), "pass "+strconv.Itoa(pass))
 				}
 			})
 		}

@@ -272,6 +272,12 @@ func skipContainer(b []byte, i int) (int, error) {
 // returns the index after the value. It returns the index after the
 // closing brace.
 func objectFields(b []byte, i int, fn func(key []byte, v int) (int, error)) (int, error) {
+	return fields(b, i, fn, nil)
+}
+
+// fields is objectFields; with rs, for the object of a line, it also takes
+// and keeps the run of fields the lines repeat (run.go).
+func fields(b []byte, i int, fn func(key []byte, v int) (int, error), rs *runScan) (int, error) {
 	i = skipWS(b, i)
 	if i >= len(b) || b[i] != '{' {
 		return 0, errSyntax
@@ -281,25 +287,37 @@ func objectFields(b []byte, i int, fn func(key []byte, v int) (int, error)) (int
 		return i + 1, nil
 	}
 	for {
-		key, esc, next, err := readString(b, i)
-		if err != nil {
-			return 0, err
+		taken := 0
+		if rs != nil {
+			taken = rs.reuse(b, i)
 		}
-		if esc {
-			var buf [64]byte
-			key = appendUnescaped(buf[:0], key, 64)
-		}
-		i = skipWS(b, next)
-		if i >= len(b) || b[i] != ':' {
-			return 0, errSyntax
-		}
-		i = skipWS(b, i+1)
-		if i >= len(b) {
-			return 0, errSyntax
-		}
-		i, err = fn(key, i)
-		if err != nil {
-			return 0, err
+		if taken > 0 {
+			i = taken
+		} else {
+			start := i
+			key, esc, next, err := readString(b, i)
+			if err != nil {
+				return 0, err
+			}
+			if esc {
+				var buf [64]byte
+				key = appendUnescaped(buf[:0], key, 64)
+			}
+			i = skipWS(b, next)
+			if i >= len(b) || b[i] != ':' {
+				return 0, errSyntax
+			}
+			i = skipWS(b, i+1)
+			if i >= len(b) {
+				return 0, errSyntax
+			}
+			i, err = fn(key, i)
+			if err != nil {
+				return 0, err
+			}
+			if rs != nil {
+				rs.note(b, start, i)
+			}
 		}
 		i = skipWS(b, i)
 		if i >= len(b) {
@@ -309,6 +327,9 @@ func objectFields(b []byte, i int, fn func(key []byte, v int) (int, error)) (int
 		case ',':
 			i = skipWS(b, i+1)
 		case '}':
+			if rs != nil {
+				rs.done(b)
+			}
 			return i + 1, nil
 		default:
 			return 0, errSyntax
