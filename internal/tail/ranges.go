@@ -69,7 +69,7 @@ func (p *Planner) Plan(f io.ReaderAt, from, size, chunk int64, atEOF bool) ([]Ra
 				// end: the probes of the cuts in long lines had read a
 				// tenth of a 1 GB tree again.
 				var err error
-				if end, err = newlineIn(f, cut-1, size, buf[:firstProbe]); err != nil {
+				if end, _, err = newlineIn(f, cut-1, size, buf[:firstProbe]); err != nil {
 					return nil, err
 				}
 				if end < 0 {
@@ -113,43 +113,38 @@ func (p *Planner) Plan(f io.ReaderAt, from, size, chunk int64, atEOF bool) ([]Ra
 // looked for however far it is.
 const maxRangeChunks = 4
 
-// newlineIn returns the offset of the first '\n' in the len(buf) bytes
-// from at (fewer before to), read at once, or -1.
-func newlineIn(f io.ReaderAt, at, to int64, buf []byte) (int64, error) {
+// newlineIn reads the len(buf) bytes from at (fewer before to) at once and
+// returns the offset of the first '\n' in them, or -1, and how many bytes
+// it read.
+func newlineIn(f io.ReaderAt, at, to int64, buf []byte) (nl int64, read int, err error) {
 	n := min(int64(len(buf)), to-at)
 	if n <= 0 {
-		return -1, nil
+		return -1, 0, nil
 	}
 	m, err := f.ReadAt(buf[:n], at)
 	if err != nil && !errors.Is(err, io.EOF) {
-		return 0, fmt.Errorf("find line end: %w", err)
+		return 0, 0, fmt.Errorf("find line end: %w", err)
 	}
 	if i := bytes.IndexByte(buf[:m], '\n'); i >= 0 {
-		return at + int64(i), nil
+		return at + int64(i), m, nil
 	}
-	return -1, nil
+	return -1, m, nil
 }
 
 // nextNewline returns the offset of the first '\n' in [at, size), or -1.
 // It reads firstProbe bytes first and doubles each read up to len(buf).
 func nextNewline(f io.ReaderAt, at, size int64, buf []byte) (int64, error) {
-	n := min(int64(firstProbe), int64(len(buf)))
+	n := min(firstProbe, len(buf))
 	for at < size {
-		if at+n > size {
-			n = size - at
-		}
-		m, err := f.ReadAt(buf[:n], at)
-		if err != nil && !errors.Is(err, io.EOF) {
-			return 0, fmt.Errorf("find line end: %w", err)
-		}
-		if i := bytes.IndexByte(buf[:m], '\n'); i >= 0 {
-			return at + int64(i), nil
+		nl, m, err := newlineIn(f, at, size, buf[:n])
+		if err != nil || nl >= 0 {
+			return nl, err
 		}
 		if m == 0 {
 			break
 		}
 		at += int64(m)
-		n = min(2*n, int64(len(buf)))
+		n = min(2*n, len(buf))
 	}
 	return -1, nil
 }

@@ -25,8 +25,7 @@ type runKey uint8
 const (
 	runNone runKey = iota
 	runIsSidechain
-	runUserType // known and skipped: in a run only so that it does not end it
-	runEntrypoint
+	runUserType // userType, entrypoint: known and skipped, in a run only so that it does not end it
 	runCwd
 	runSessionID
 	runVersion
