@@ -6,6 +6,7 @@ import (
 	"iter"
 	"maps"
 	"math"
+	"math/bits"
 	"slices"
 	"time"
 )
@@ -166,7 +167,7 @@ func (s *keySet) len() int { return s.old.len() + len(s.recent) }
 // all yields every key, in no particular order.
 func (s *keySet) all() iter.Seq[uint64] {
 	return func(yield func(uint64) bool) {
-		for k := range s.old.all() {
+		for k := range s.old.keys() {
 			if !yield(k) {
 				return
 			}
@@ -296,11 +297,23 @@ func (doneCodec) read(b []byte) (doneVal, int) {
 }
 
 // size counts the bytes of ten varints: ten bytes without the
-// continuation bit.
+// continuation bit, found a word at a time (the merge of the recent
+// requests into the sorted ones sizes every value it copies).
 func (doneCodec) size(b []byte) int {
-	ends := 0
-	for i, c := range b {
-		if c < 0x80 {
+	ends, i := 0, 0
+	for ; i+8 <= len(b); i += 8 {
+		m := ^binary.LittleEndian.Uint64(b[i:]) & 0x8080808080808080 // the last bytes of varints
+		if n := bits.OnesCount64(m); ends+n < doneVarints {
+			ends += n
+			continue
+		}
+		for ; ends < doneVarints-1; ends++ {
+			m &= m - 1
+		}
+		return i + bits.TrailingZeros64(m)>>3 + 1
+	}
+	for ; i < len(b); i++ {
+		if b[i] < 0x80 {
 			if ends++; ends == doneVarints {
 				return i + 1
 			}
@@ -393,12 +406,14 @@ func (x *doneIndex) isSorted(k uint64) bool {
 // mergeRecent merges the recent requests and new values into the sorted
 // ones.
 func (x *doneIndex) mergeRecent() {
-	over := x.over
-	x.sorted.merge(slices.Sorted(maps.Keys(x.recent)), func(k uint64) doneVal { return x.recent[k] },
-		func(k uint64) (doneVal, bool) {
-			v, ok := over[k]
+	var over func(uint64) (doneVal, bool)
+	if len(x.over) > 0 { // else no key is looked up there (most merges)
+		over = func(k uint64) (doneVal, bool) {
+			v, ok := x.over[k]
 			return v, ok
-		})
+		}
+	}
+	x.sorted.merge(slices.Sorted(maps.Keys(x.recent)), func(k uint64) doneVal { return x.recent[k] }, over)
 	clear(x.recent)
 	clear(x.over)
 }
@@ -417,7 +432,7 @@ func (x *doneIndex) keys(yield func(uint64) bool) {
 			return
 		}
 	}
-	for k := range x.sorted.all() {
+	for k := range x.sorted.keys() {
 		if !yield(k) {
 			return
 		}

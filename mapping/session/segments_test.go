@@ -110,3 +110,59 @@ func TestSegmentsAgreeWithAMapAndFrozenViewsStayAsTheyWere(t *testing.T) {
 		}
 	}
 }
+
+// TestSetSegmentsAgreeWithAMap: a set's segments (no values) are merged
+// by mergeKeys; over many segments, with views frozen along the way, keys
+// lists every key in order and has finds them, in the live set and in
+// each view as it was.
+func TestSetSegmentsAgreeWithAMap(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	type set = segments[struct{}, noVals]
+	var s set
+	model := map[uint64]bool{}
+	type view struct {
+		s    set
+		want []uint64
+	}
+	var views []view
+	check := func(name string, s *set, want []uint64) {
+		t.Helper()
+		got := slices.Collect(s.keys())
+		if !slices.Equal(got, want) || s.len() != len(want) {
+			t.Fatalf("%s: %d keys listed (len %d), want %d in order", name, len(got), s.len(), len(want))
+		}
+		for _, k := range want {
+			if !s.has(k) {
+				t.Fatalf("%s: key %x lost", name, k)
+			}
+		}
+		for range 100 {
+			k := rng.Uint64()
+			if !slices.Contains(want, k) && s.has(k) {
+				t.Fatalf("%s: has(%x) for a key never added", name, k)
+			}
+		}
+	}
+	for round := range 10 {
+		n := 1 + rng.IntN(3*segmentKeys)
+		batch := map[uint64]bool{}
+		for len(batch) < n {
+			if k := rng.Uint64(); !model[k] {
+				batch[k] = true
+			}
+		}
+		s.merge(slices.Sorted(maps.Keys(batch)), func(uint64) struct{} { return struct{}{} }, nil)
+		maps.Copy(model, batch)
+		want := slices.Sorted(maps.Keys(model))
+		if round%3 == 1 {
+			views = append(views, view{s.freeze(), want})
+		}
+		check("live", &s, want)
+	}
+	for i := range views {
+		check("frozen view", &views[i].s, views[i].want)
+	}
+	if len(s.firsts) < 10 {
+		t.Fatalf("%d segments: the test should span many", len(s.firsts))
+	}
+}
