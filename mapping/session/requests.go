@@ -14,9 +14,12 @@ import (
 // reqState is a request not yet emitted. Once emitted, it leaves only a
 // doneReq in the index.
 type reqState struct {
-	seq       uint64
-	where     Where
-	msgID     string
+	seq   uint64
+	where Where
+	msgID string
+	// key is idKey(keyRequest, msgID), hashed once when the request is
+	// first seen and put in the index with it when it is emitted.
+	key       uint64
 	model     string
 	usage     transcript.Usage
 	requestID string
@@ -149,7 +152,7 @@ func (a *Assembler) assistant(c *ctxState, r *transcript.Record, now time.Time) 
 			break
 		}
 		st = a.freeReqs.get()
-		*st = reqState{seq: a.next(), where: a.where(c), msgID: m.ID, start: r.Timestamp, end: r.Timestamp, usageAt: r.Timestamp}
+		*st = reqState{seq: a.next(), where: a.where(c), msgID: m.ID, key: key, start: r.Timestamp, end: r.Timestamp, usageAt: r.Timestamp}
 		if p, ok := c.lookup(r.ParentUUID); ok && !p.t.IsZero() && (r.Timestamp.IsZero() || !p.t.After(r.Timestamp)) {
 			st.start = p.t
 		}
@@ -176,11 +179,15 @@ func (a *Assembler) assistant(c *ctxState, r *transcript.Record, now time.Time) 
 			// was read first.
 			c.sess.pendingTasks = append(c.sess.pendingTasks, tu.ID)
 		}
-		if _, ok := a.tools[tu.ID]; ok || a.toolDone(tu.ID) {
+		if _, ok := a.tools[tu.ID]; ok {
+			continue
+		}
+		key := idKey(keyTool, tu.ID)
+		if a.doneTools.has(key) {
 			continue
 		}
 		ts := a.freeTools.get()
-		*ts = toolState{seq: a.next(), call: ToolCall{
+		*ts = toolState{seq: a.next(), key: key, call: ToolCall{
 			Where:         where,
 			ToolUseID:     tu.ID,
 			Name:          tu.Name,
@@ -269,7 +276,7 @@ func (a *Assembler) emitRequest(st *reqState) {
 		MCPServer: st.mcpServer, Speed: st.usage.Speed, Geo: st.usage.Geo}
 	lab := reqLabels{project: st.where.Project, model: st.model, attr: attr}
 	day := DayOf(laterOf(st.start, end))
-	a.done.put(idKey(keyRequest, st.msgID), doneReq{counted: counted, out: st.usage.Output, total: st.usage.Total(),
+	a.done.put(st.key, doneReq{counted: counted, out: st.usage.Output, total: st.usage.Total(),
 		lab: a.labels(lab), day: day})
 	advisor := AdvisorTokensOf(st.advisor)
 	for _, adv := range advisor {

@@ -396,7 +396,7 @@ func (a *Assembler) Restore(st State, now time.Time) error {
 				lab: a.labels(reqLabels{project: r.Where.Project, model: r.CountedAs})})
 			continue
 		}
-		a.requests[r.MsgID] = &reqState{seq: r.Seq, where: r.Where, msgID: r.MsgID, model: r.Model, usage: r.Usage,
+		a.requests[r.MsgID] = &reqState{seq: r.Seq, where: r.Where, msgID: r.MsgID, key: idKey(keyRequest, r.MsgID), model: r.Model, usage: r.Usage,
 			requestID: r.RequestID, stop: r.Stop, start: r.Start, end: r.End, usageAt: r.UsageAt, lastSeen: now, interrupt: r.Interrupt, toolIDs: r.ToolIDs,
 			advisor: r.Advisor, skill: r.Skill, plugin: r.Plugin, effort: r.Effort, mcpServer: r.MCPServer, cacheMiss: r.CacheMiss, cacheMissTokens: r.CacheMissTokens}
 	}
@@ -407,7 +407,7 @@ func (a *Assembler) Restore(st State, now time.Time) error {
 		a.doneTools.add(idKey(keyTool, id))
 	}
 	for _, t := range st.Tools {
-		a.tools[t.Call.ToolUseID] = &toolState{seq: t.Seq, call: t.Call}
+		a.tools[t.Call.ToolUseID] = &toolState{seq: t.Seq, key: idKey(keyTool, t.Call.ToolUseID), call: t.Call}
 	}
 	for _, e := range st.Early {
 		a.early[e.ID] = &earlyResult{isError: e.IsError, t: e.T, task: e.Task, rejected: e.Rejected, edit: e.Edit, prURL: e.PRURL}

@@ -14,7 +14,10 @@ import (
 )
 
 type toolState struct {
-	seq  uint64
+	seq uint64
+	// key is idKey(keyTool, call.ToolUseID), hashed once when the call
+	// is first seen and added to the finished calls when it is forgotten.
+	key  uint64
 	call ToolCall
 	done bool
 }
@@ -202,6 +205,6 @@ func (a *Assembler) forget(t *toolState) bool {
 		}
 	}
 	delete(a.tools, c.ToolUseID)
-	a.doneTools.add(idKey(keyTool, c.ToolUseID))
+	a.doneTools.add(t.key)
 	return true
 }
