@@ -70,6 +70,28 @@ func TestTablePathsReadBackAsGiven(t *testing.T) {
 	} else {
 		rd.drop(unclean)
 	}
+	// A subagent's path left unclean (a doubled separator, a "." or ".."
+	// part) reads back as it was given, its rel as relOf cleans it,
+	// whether or not it is packed.
+	projects := filepath.Join(rd.cfg.ClaudeDirs[0], "projects")
+	for _, rel := range []string{
+		"-home-u-p//" + id + "/subagents/agent-a1.jsonl",
+		"-home-u-p/" + id + "//subagents/agent-a1.jsonl",
+		"-home-u-p/./" + id + "/subagents/agent-a1.jsonl",
+		"-home-u-p/" + id + "/./subagents/agent-a1.jsonl",
+		"-home-u-p/x/../" + id + "/subagents/agent-a1.jsonl",
+	} {
+		p := projects + string(filepath.Separator) + filepath.FromSlash(rel)
+		if f := rd.add(p, ""); f == nil || f.path() != p || f.rel() != filepath.Clean(filepath.FromSlash(rel)) {
+			if f != nil {
+				t.Errorf("%s: not read back: %q %q", rel, f.path(), f.rel())
+			} else {
+				t.Errorf("%s: not added", rel)
+			}
+		} else {
+			rd.drop(p)
+		}
+	}
 	for _, tt := range tests {
 		p := abs(tt.rel)
 		f := rd.add(p, "")
