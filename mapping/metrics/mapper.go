@@ -193,6 +193,10 @@ func firstKnown(ts ...time.Time) time.Time {
 type limiter struct {
 	max  int
 	seen map[string]struct{}
+	// last is the value let through last: request after request passes
+	// the same model, stop reason, speed (most often the very same
+	// string, which compares by its pointer), so it is not hashed again.
+	last string
 }
 
 // bound returns v, or OtherValue once the label has max other values.
@@ -206,13 +210,18 @@ func (m *Mapper) bound(label, v string) string {
 		l = &limiter{max: max, seen: map[string]struct{}{}}
 		m.limits[label] = l
 	}
+	if v == l.last && v != "" {
+		return v
+	}
 	if _, ok := l.seen[v]; ok {
+		l.last = v
 		return v
 	}
 	if len(l.seen) >= l.max {
 		return OtherValue
 	}
 	l.seen[v] = struct{}{}
+	l.last = v
 	return v
 }
 
