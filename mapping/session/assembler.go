@@ -41,6 +41,8 @@ type Assembler struct {
 	done      doneIndex
 	labelSet  map[reqLabels]uint32
 	labelList []reqLabels
+	// lastLabel is the index labels returned last.
+	lastLabel uint32
 	// tools holds the tool calls without a result, and the finished
 	// Task/Agent calls (a subagent read later takes its type and
 	// description from them); doneTools the other finished ones, by idKey.

@@ -89,12 +89,18 @@ type reqLabels struct {
 
 // labels returns the index of the shared labels k.
 func (a *Assembler) labels(k reqLabels) uint32 {
-	if i, ok := a.labelSet[k]; ok {
-		return i
+	// Requests emitted one after another mostly share their labels,
+	// whose nine strings the set's lookup hashed every time.
+	if n := len(a.labelList); n > 0 && a.lastLabel < uint32(n) && a.labelList[a.lastLabel] == k {
+		return a.lastLabel
 	}
-	i := uint32(len(a.labelList))
-	a.labelList = append(a.labelList, k)
-	a.labelSet[k] = i
+	i, ok := a.labelSet[k]
+	if !ok {
+		i = uint32(len(a.labelList))
+		a.labelList = append(a.labelList, k)
+		a.labelSet[k] = i
+	}
+	a.lastLabel = i
 	return i
 }
 
