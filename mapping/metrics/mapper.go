@@ -210,6 +210,7 @@ func (m *Mapper) bound(label, v string) string {
 		l = &limiter{max: max, seen: map[string]struct{}{}}
 		m.limits[label] = l
 	}
+	// ("" is last before any value was let through: it takes the set.)
 	if v == l.last && v != "" {
 		return v
 	}

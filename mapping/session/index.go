@@ -91,7 +91,7 @@ type reqLabels struct {
 func (a *Assembler) labels(k reqLabels) uint32 {
 	// Requests emitted one after another mostly share their labels,
 	// whose nine strings the set's lookup hashed every time.
-	if n := len(a.labelList); n > 0 && a.lastLabel < uint32(n) && a.labelList[a.lastLabel] == k {
+	if int(a.lastLabel) < len(a.labelList) && a.labelList[a.lastLabel] == k {
 		return a.lastLabel
 	}
 	i, ok := a.labelSet[k]

@@ -179,7 +179,9 @@ func (s *segments[V, C]) valueless() bool {
 
 // mergeKeys is merge for a set: the keys alone, merged in order into
 // segments of segmentKeys, without a value to size or copy for each (a
-// third less time for a set of tool calls).
+// third less time for a set of tool calls). It is a function of its own:
+// merge with the values skipped by a flag was 15 % slower on 100,000
+// adds to a keySet (33-37 ms against 29-33, 5 alternated runs each).
 func (s *segments[V, C]) mergeKeys(add []uint64) {
 	total := s.n + len(add)
 	out := segments[V, C]{segs: make([]*segment, 0, (total+segmentKeys-1)/segmentKeys), n: total}
