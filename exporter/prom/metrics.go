@@ -29,6 +29,9 @@ type Metrics struct {
 	linesOfCode, editDecisions, commits, pullRequests        *vec
 	subagents, warmups, sessions, turns, apiErrors           *vec
 	toolDuration, preTokens                                  *vec
+	// tokenTypes are the values of the type label of tokens and
+	// attrTokens, in the order of metrics.TokenCounts.
+	tokenTypes []string
 	// byName holds every vec above in the order of their names (the
 	// exposition's order, Format).
 	byName                  []*vec
@@ -84,6 +87,7 @@ func NewMetrics(reg prometheus.Registerer, activeWindow time.Duration, now func(
 	}
 	c, g := prometheus.CounterValue, prometheus.GaugeValue
 	m := &Metrics{
+		tokenTypes: metrics.TokenTypes(),
 		tokens: newVec(name("tokens_total"),
 			"Tokens used by API requests, by model, type (input, output, cache_read, cache_write_5m, cache_write_1h) and spender (main, subagent:<agent type>, warmup, compaction, internal; unknown for counts restored from before spender was recorded). One request counts once however many lines and files it appears in.",
 			c, nil, "model", "type", "project", "spender"),
@@ -230,12 +234,28 @@ func (m *Metrics) exemplarOf(x float64) *exemplar {
 	return &e
 }
 
-// AddTokens implements metrics.Observer.
+// AddRequestTokens implements metrics.Observer: what AddTokens and
+// AddAttributedTokens count for each type, with the five series of each
+// family looked up together.
+func (m *Metrics) AddRequestTokens(model, project, spender string, a metrics.Attributes, n metrics.TokenCounts) {
+	var xs [len(n)]float64
+	var exs [len(n)]*exemplar
+	for i, c := range n {
+		xs[i] = float64(c)
+		exs[i] = m.exemplarOf(xs[i])
+	}
+	m.tokens.addTypes(1, m.tokenTypes, xs[:], exs[:], []string{model, "", project, spender})
+	m.attrTokens.addTypes(5, m.tokenTypes, xs[:], nil, []string{a.Skill, a.Plugin, a.MCPServer, a.Effort, a.Speed, "", project})
+}
+
+// AddTokens counts n tokens of one type (the mapper counts a request's
+// five at once, AddRequestTokens).
 func (m *Metrics) AddTokens(model, typ, project, spender string, n int64) {
 	m.tokens.addEx(float64(n), m.exemplarOf(float64(n)), model, typ, project, spender)
 }
 
-// AddAttributedTokens implements metrics.Observer.
+// AddAttributedTokens counts n tokens of one type by attributes (see
+// AddTokens).
 func (m *Metrics) AddAttributedTokens(a metrics.Attributes, typ, project string, n int64) {
 	m.attrTokens.add(float64(n), a.Skill, a.Plugin, a.MCPServer, a.Effort, a.Speed, typ, project)
 }

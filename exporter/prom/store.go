@@ -47,6 +47,22 @@ type vec struct {
 	// stops at their pointers: a hit builds and hashes no key. Series
 	// are never deleted, so an entry never goes stale.
 	recent [recentSeries]recentEntry
+	// typed holds, for a family counted a type at a time (addTypes), the
+	// series of label values met lately, by type (under mu),
+	// direct-mapped by recentSlot of the values with the type left out.
+	typed [typedSeries]typedEntry
+}
+
+// typedSeries is the number of entries of a vec's typed cache: as many
+// combinations of model, project and spender as a history alternates
+// between (a session's requests and its subagents').
+const typedSeries = 16
+
+// typedEntry holds the series of the label values lv (the type's value
+// left empty) by type.
+type typedEntry struct {
+	lv []string
+	s  []*series
 }
 
 // recentSeries is the number of entries of a vec's recent cache. With 16,
@@ -162,6 +178,40 @@ func (v *vec) addEx(x float64, ex *exemplar, lv ...string) {
 	v.mu.Unlock()
 	if v.hist != nil {
 		v.hist.record(v, lv, x)
+	}
+}
+
+// addTypes adds xs[i] to the series of the label values lv with the
+// value types[i] at index at, and makes exs[i] its exemplar as addEx does
+// (exs may be nil): one lookup for the series of every type, where
+// addEx would make one each. lv[at] is overwritten. A family's calls
+// pass the same types: an entry of the typed cache is valid for them.
+func (v *vec) addTypes(at int, types []string, xs []float64, exs []*exemplar, lv []string) {
+	v.mu.Lock()
+	lv[at] = ""
+	e := &v.typed[recentSlot(lv)%typedSeries]
+	if len(e.s) != len(types) || !slices.Equal(e.lv, lv) {
+		e.lv, e.s = append(e.lv[:0], lv...), e.s[:0]
+		for _, t := range types {
+			lv[at] = t
+			e.s = append(e.s, v.get(lv))
+		}
+		lv[at] = ""
+	}
+	for i, s := range e.s {
+		s.value += xs[i]
+		if exs != nil {
+			if ex := exs[i]; ex != nil && (s.ex == nil || !ex.at.Before(s.ex.at)) {
+				s.ex = ex
+			}
+		}
+	}
+	v.mu.Unlock()
+	if v.hist != nil {
+		for i, t := range types {
+			lv[at] = t
+			v.hist.record(v, lv, xs[i])
+		}
 	}
 }
 

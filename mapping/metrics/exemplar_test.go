@@ -12,14 +12,14 @@ import (
 type exRec struct {
 	*rec
 	cur    Exemplar
-	tokens []string // span id of each AddTokens ("" without exemplar)
+	tokens []string // span id of each AddRequestTokens ("" without exemplar)
 	costs  []string
 }
 
 func (r *exRec) Exemplar(e Exemplar) { r.cur = e }
-func (r *exRec) AddTokens(model, typ, project, spender string, n int64) {
+func (r *exRec) AddRequestTokens(model, project, spender string, a Attributes, n TokenCounts) {
 	r.tokens = append(r.tokens, r.cur.SpanID)
-	r.rec.AddTokens(model, typ, project, spender, n)
+	r.rec.AddRequestTokens(model, project, spender, a, n)
 }
 func (r *exRec) AddCost(model, project, spender string, usd float64) {
 	r.costs = append(r.costs, r.cur.SpanID)
@@ -48,21 +48,20 @@ func TestRequestObservationsCarryTheirSpan(t *testing.T) {
 		tokens, costs []string // per observation, in order
 	}{
 		{"sent request", sent, func(m *Mapper) { m.Request(req("m1")) },
-			[]string{"span-m1", "span-m1", "span-m1", "span-m1", "span-m1"}, []string{"span-m1"}},
+			[]string{"span-m1"}, []string{"span-m1"}},
 		{"held-back request", sent, func(m *Mapper) { m.Request(req("held")) },
-			[]string{"", "", "", "", ""}, []string{""}},
+			[]string{""}, []string{""}},
 		{"advisor tokens count under the request's span", sent, func(m *Mapper) {
 			r := req("m1")
 			r.Advisor = []session.ModelTokens{{Model: "claude-sonnet-4-6", Tokens: session.Tokens{Output: 3}}}
 			m.Request(r)
-		}, []string{"span-m1", "span-m1", "span-m1", "span-m1", "span-m1", "span-m1", "span-m1", "span-m1", "span-m1", "span-m1"},
-			[]string{"span-m1", "span-m1"}},
+		}, []string{"span-m1", "span-m1"}, []string{"span-m1", "span-m1"}},
 		{"a request update names none", sent, func(m *Mapper) {
 			m.Request(req("m1"))
 			m.RequestUpdate(&session.RequestUpdate{Where: session.Where{SessionID: "s"}, Model: "claude-opus-4-6", Delta: session.Tokens{Output: 1}})
-		}, []string{"span-m1", "span-m1", "span-m1", "span-m1", "span-m1", "", "", "", "", ""}, []string{"span-m1", ""}},
+		}, []string{"span-m1", ""}, []string{"span-m1", ""}},
 		{"no Config.Exemplar: none", nil, func(m *Mapper) { m.Request(req("m1")) },
-			[]string{"", "", "", "", ""}, []string{""}},
+			[]string{""}, []string{""}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

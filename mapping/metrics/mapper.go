@@ -23,16 +23,22 @@ func TokenTypes() []string {
 	return []string{TypeInput, TypeOutput, TypeCacheRead, TypeCacheWrite5m, TypeCacheWrite1h}
 }
 
+// TokenCounts are a request's tokens by type: n[i] of TokenTypes()[i].
+type TokenCounts [5]int64
+
 // Observer receives observations with final label values. exporter/prom
 // implements it; tests use fakes.
 type Observer interface {
-	// AddTokens and AddCost count under who spent them (spender) too.
-	AddTokens(model, typ, project, spender string, n int64)
+	// AddRequestTokens counts a request's tokens of every type (a zero
+	// count too: it makes the series), under who spent them (spender),
+	// and again by the skill, plugin, effort and speed it was made with
+	// (attributed). One call for the five types: their series differ
+	// only in their type, and are looked up together.
+	AddRequestTokens(model, project, spender string, attributed Attributes, n TokenCounts)
 	AddRequest(model, stopReason, project string)
+	// AddCost counts under who spent it too, and AddAttributedCost by
+	// the attributes, as AddRequestTokens does.
 	AddCost(model, project, spender string, usd float64)
-	// AddAttributedTokens and AddAttributedCost count by the skill,
-	// plugin, effort and speed a request was made with.
-	AddAttributedTokens(a Attributes, typ, project string, n int64)
 	AddAttributedCost(a Attributes, project string, usd float64)
 	// AddCacheMiss counts a prompt-cache miss by reason and the input
 	// tokens it re-billed.
@@ -397,14 +403,7 @@ func (m *Mapper) attributes(a session.Attribution) Attributes {
 }
 
 func (m *Mapper) tokens(model, project, spender string, attrs Attributes, t session.Tokens, usd float64, priced bool) {
-	for _, tt := range [...]struct {
-		typ string
-		n   int64
-	}{{TypeInput, t.Input}, {TypeOutput, t.Output}, {TypeCacheRead, t.CacheRead},
-		{TypeCacheWrite5m, t.CacheWrite5m}, {TypeCacheWrite1h, t.CacheWrite1h}} {
-		m.obs.AddTokens(model, tt.typ, project, spender, tt.n)
-		m.obs.AddAttributedTokens(attrs, tt.typ, project, tt.n)
-	}
+	m.obs.AddRequestTokens(model, project, spender, attrs, TokenCounts{t.Input, t.Output, t.CacheRead, t.CacheWrite5m, t.CacheWrite1h})
 	if t.WebSearch > 0 {
 		m.obs.AddWebSearches(model, project, t.WebSearch)
 	}

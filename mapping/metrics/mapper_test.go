@@ -46,12 +46,14 @@ func newRec() *rec {
 		misses: map[string]int64{}, missed: map[string]int64{}, loc: map[string]int64{}, decisions: map[string]int64{}, prs: map[string]int64{}}
 }
 
-func (r *rec) AddTokens(model, typ, project, spender string, n int64) {
-	r.tokens[model+"|"+typ+"|"+project] += n
-	r.spenders[spender+"|"+typ] += n
+func (r *rec) AddRequestTokens(model, project, spender string, a Attributes, n TokenCounts) {
+	for i, typ := range TokenTypes() {
+		r.tokens[model+"|"+typ+"|"+project] += n[i]
+		r.spenders[spender+"|"+typ] += n[i]
+		r.attrTokens[a] += n[i]
+	}
 }
-func (r *rec) AddAttributedTokens(a Attributes, _, _ string, n int64) { r.attrTokens[a] += n }
-func (r *rec) AddAttributedCost(_ Attributes, _ string, usd float64)  { r.attrCost += usd }
+func (r *rec) AddAttributedCost(_ Attributes, _ string, usd float64) { r.attrCost += usd }
 func (r *rec) AddCacheMiss(reason, model, _ string, n int64) {
 	r.misses[reason+"|"+model]++
 	r.missed[reason+"|"+model] += n
