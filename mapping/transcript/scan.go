@@ -51,7 +51,9 @@ func allDigits(s []byte) bool {
 	return true
 }
 
-func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
+// isSpace reports JSON white space. The first test is all most bytes
+// meet: Claude Code writes no white space between tokens.
+func isSpace(c byte) bool { return c <= ' ' && (c == ' ' || c == '\t' || c == '\n' || c == '\r') }
 
 func skipWS(b []byte, i int) int {
 	for i < len(b) && isSpace(b[i]) {
