@@ -297,9 +297,27 @@ func fields(b []byte, i int, fn func(key []byte, v int) (int, error), rs *runSca
 			i = taken
 		} else {
 			start := i
-			key, esc, next, err := readString(b, i)
-			if err != nil {
-				return 0, err
+			var key []byte
+			var esc bool
+			var next int
+			var err error
+			// A plain key whose closing quote is in its first 16 bytes
+			// (nearly every key) is read here, without readString's call.
+			if i+17 <= len(b) && b[i] == '"' {
+				if m := specialBytes(binary.LittleEndian.Uint64(b[i+1:])); m != 0 {
+					if j := i + 1 + bits.TrailingZeros64(m)>>3; b[j] == '"' {
+						key, next = b[i+1:j], j+1
+					}
+				} else if m := specialBytes(binary.LittleEndian.Uint64(b[i+9:])); m != 0 {
+					if j := i + 9 + bits.TrailingZeros64(m)>>3; b[j] == '"' {
+						key, next = b[i+1:j], j+1
+					}
+				}
+			}
+			if next == 0 {
+				if key, esc, next, err = readString(b, i); err != nil {
+					return 0, err
+				}
 			}
 			if esc {
 				var buf [64]byte

@@ -207,3 +207,65 @@ func TestWordScansAgreeWithByteLoops(t *testing.T) {
 		}
 	}
 }
+
+// An object's keys, read in place when plain and short, are what
+// readString reads, whatever their length, wherever a quote, backslash or
+// control byte falls in them, and however few bytes follow them: the
+// same keys and the same errors.
+func TestObjectKeysAreReadAsReadStringReadsThem(t *testing.T) {
+	var keys [][]byte
+	for n := 0; n <= 20; n++ {
+		base := bytes.Repeat([]byte{'k'}, n)
+		keys = append(keys, base)
+		for at := 0; at < n; at++ {
+			for _, c := range [][]byte{{'\\', '"'}, {'\\', '\\'}, {'\\', 'u', '0', '0', '4', '1'}, {0x1f}, {'\t'}, {0xc3, 0xa9}, {'"'}} {
+				keys = append(keys, slices.Concat(base[:at], c, base[at:]))
+			}
+		}
+	}
+	for _, key := range keys {
+		for _, after := range []string{`:1}`, `:1,"x":2}`, `:1` + strings.Repeat(" ", 20) + `}`, `:`, ``} {
+			line := []byte(`{"` + string(key) + `"` + after)
+			var got []string
+			_, gotErr := objectFields(line, 0, func(k []byte, v int) (int, error) {
+				got = append(got, string(k))
+				return skipValue(line, v)
+			})
+			// The reference: every key through readString.
+			var want []string
+			var wantErr error
+			i := 1
+			for {
+				raw, esc, next, err := readString(line, i)
+				if err != nil {
+					wantErr = err
+					break
+				}
+				if esc {
+					raw = appendUnescaped(nil, raw, 64)
+				}
+				if next >= len(line) || line[next] != ':' {
+					wantErr = errSyntax
+					break
+				}
+				want = append(want, string(raw))
+				end, err := skipValue(line, next+1)
+				if err != nil {
+					wantErr = err
+					break
+				}
+				if end = skipWS(line, end); end < len(line) && line[end] == ',' {
+					i = end + 1
+					continue
+				}
+				if end >= len(line) || line[end] != '}' {
+					wantErr = errSyntax
+				}
+				break
+			}
+			if (gotErr == nil) != (wantErr == nil) || gotErr == nil && !slices.Equal(got, want) {
+				t.Fatalf("%q: keys %q (err %v), readString reads %q (err %v)", line, got, gotErr, want, wantErr)
+			}
+		}
+	}
+}
