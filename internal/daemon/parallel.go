@@ -161,7 +161,7 @@ func (w *worker) run(j job) {
 		more <- p
 	}
 	n := j.rg.End - j.rg.Start
-	add := func(line []byte, st tail.LineStatus) {
+	add := func(line []byte, ascii int, st tail.LineStatus) {
 		if len(d.recs) == maxBatchRecords {
 			split() // a part's lines are those of its records
 		}
@@ -185,7 +185,7 @@ func (w *worker) run(j job) {
 		}
 		d.recs = d.recs[:len(d.recs)+1]
 		r := &d.recs[len(d.recs)-1]
-		if err := w.dec.Decode(line, r); err != nil {
+		if err := w.dec.DecodeChecked(line, ascii, r); err != nil {
 			d.recs = d.recs[:len(d.recs)-1]
 			reason := transcript.ReasonOf(err)
 			if st == tail.LineUnterminated {
@@ -202,7 +202,7 @@ func (w *worker) run(j job) {
 		}
 		_, d.err = w.rd.ReadFrom(j.fh, j.rg.Start, tail.ReadOptions{Limit: j.rg.End, AtEOF: j.rg.Unterminated},
 			func(line []byte, _ int64, st tail.LineStatus) error {
-				add(line, st)
+				add(line, 0, st)
 				return nil
 			})
 		j.doneReading()
@@ -217,7 +217,7 @@ func (w *worker) run(j job) {
 		return
 	}
 	w.buf = data[:0]
-	tail.Lines(data, j.rg, w.max, func(line []byte, _ int64, st tail.LineStatus) { add(line, st) })
+	tail.Lines(data, j.rg, w.max, func(line []byte, ascii int, _ int64, st tail.LineStatus) { add(line, ascii, st) })
 	if cap(w.buf) > bigBuffer {
 		w.buf, d.big = nil, true
 	}

@@ -165,7 +165,7 @@ func FuzzTail(f *testing.F) {
 					t.Fatal(err)
 				}
 				var inRange []got
-				Lines(buf, rg, maxLine, func(line []byte, end int64, st LineStatus) {
+				Lines(buf, rg, maxLine, func(line []byte, _ int, end int64, st LineStatus) {
 					inRange = append(inRange, got{st, string(line), end})
 				})
 				// A worker streams long ranges instead: same lines, except

@@ -58,7 +58,9 @@ func TestReaderCapsTheUnterminatedLine(t *testing.T) {
 			// Lines over a planned range agrees.
 			var viaLines []got
 			Lines([]byte(tc.content), Range{End: int64(len(tc.content)), Unterminated: true}, tc.maxLine,
-				func(line []byte, end int64, st LineStatus) { viaLines = append(viaLines, got{st, string(line), end}) })
+				func(line []byte, _ int, end int64, st LineStatus) {
+					viaLines = append(viaLines, got{st, string(line), end})
+				})
 			if !slices.Equal(viaLines, tc.want) {
 				t.Fatalf("Lines: %v, want %v", viaLines, tc.want)
 			}

@@ -186,11 +186,13 @@ func ReadRange(f io.ReaderAt, r Range, buf []byte) ([]byte, error) {
 // Lines calls fn for every line of a range's bytes, without its '\n', with
 // the file offset just after it. Lines over maxLine bytes are handed over
 // as nil with LineTooLong; the unterminated tail of a range read AtEOF as
-// LineUnterminated.
-func Lines(data []byte, r Range, maxLine int, fn func(line []byte, end int64, st LineStatus)) {
+// LineUnterminated. ascii says that the first ascii bytes of the line are
+// ASCII, found so while looking for its end (see newlineASCII): 0 when it
+// is not known, never more than there are.
+func Lines(data []byte, r Range, maxLine int, fn func(line []byte, ascii int, end int64, st LineStatus)) {
 	pos := r.Start
 	for len(data) > 0 {
-		i := bytes.IndexByte(data, '\n')
+		i, ascii := newlineASCII(data)
 		st := LineOK
 		var line []byte
 		var n int
@@ -201,9 +203,9 @@ func Lines(data []byte, r Range, maxLine int, fn func(line []byte, end int64, st
 		}
 		pos += int64(n)
 		if maxLine > 0 && len(line) > maxLine {
-			fn(nil, pos, LineTooLong)
+			fn(nil, 0, pos, LineTooLong)
 		} else {
-			fn(line, pos, st)
+			fn(line, ascii, pos, st)
 		}
 		data = data[n:]
 	}

@@ -58,7 +58,7 @@ func TestPlannedRangesYieldTheSameLinesAsASequentialRead(t *testing.T) {
 						if err != nil {
 							t.Fatal(err)
 						}
-						Lines(data, rg, 0, func(line []byte, end int64, st LineStatus) {
+						Lines(data, rg, 0, func(line []byte, _ int, end int64, st LineStatus) {
 							s := string(line)
 							if st == LineUnterminated {
 								s = "~" + s
@@ -97,7 +97,7 @@ func TestPlanStartsAtTheGivenOffset(t *testing.T) {
 func TestLinesOverTheCapAreReportedNotHandedOver(t *testing.T) {
 	data := []byte("short\n" + strings.Repeat("y", 100) + "\nok\n")
 	var got []string
-	Lines(data, Range{Start: 10, End: 10 + int64(len(data))}, 50, func(line []byte, end int64, st LineStatus) {
+	Lines(data, Range{Start: 10, End: 10 + int64(len(data))}, 50, func(line []byte, _ int, end int64, st LineStatus) {
 		if st == LineTooLong {
 			if line != nil {
 				t.Fatal("a too-long line was handed over")

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"os/exec"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -441,5 +442,42 @@ func TestDecodeSkipsWithoutAllocating(t *testing.T) {
 	})
 	if allocs > 4 {
 		t.Errorf("decoding a 1 MB tool result allocates %v times per line", allocs)
+	}
+}
+
+// DecodeChecked decodes a line as Decode does for every count of its
+// ASCII start the caller may pass (none, part, all of it, and counts out
+// of range), good lines and bad: it skips the check of those bytes only,
+// so invalid UTF-8 after them is still found.
+func TestDecodeCheckedDecodesAsDecodeForAnyASCIIStart(t *testing.T) {
+	lines := []string{goodLine,
+		"{\"type\":\"user\",\"uuid\":\"u\",\"message\":{\"role\":\"user\",\"content\":\"caf\xc3\xa9 \xe2\x94\x80\xe2\x94\x80 \xf0\x9f\x9a\x80\"}}",
+		"{\"type\":\"assistant\",\"message\":{\"id\":\"msg_1\",\"model\":\"m\",\"usage\":{\"output_tokens\":3},\"content\":[{\"type\":\"text\",\"text\":\"\xe2\x80\x94\"}]}}",
+	}
+	for _, tc := range badLines {
+		lines = append(lines, tc.line)
+	}
+	for _, line := range lines {
+		ref := NewDecoder(Options{})
+		var want Record
+		wantErr := ref.Decode([]byte(line), &want)
+		prefix := 0
+		for prefix < len(line) && line[prefix] < 0x80 {
+			prefix++
+		}
+		for _, ascii := range []int{-5, 0, 1, prefix / 2, prefix - 1, prefix, len(line) + 3} {
+			if ascii > prefix && prefix < len(line) {
+				continue // a count the caller must not pass
+			}
+			dec := NewDecoder(Options{})
+			var got Record
+			err := dec.DecodeChecked([]byte(line), ascii, &got)
+			if ReasonOf(err) != ReasonOf(wantErr) || (err == nil) != (wantErr == nil) {
+				t.Fatalf("%q with %d ASCII bytes: error %v, Decode says %v", line, ascii, err, wantErr)
+			}
+			if !reflect.DeepEqual(got, want) {
+				t.Fatalf("%q with %d ASCII bytes: record %+v, Decode makes %+v", line, ascii, got, want)
+			}
+		}
 	}
 }

@@ -121,8 +121,15 @@ func NewDecoder(opts Options) *Decoder {
 // first. A nil error means r holds the record; a *DecodeError says why the
 // line was skipped. Blank lines decode to a record of KindOther with an
 // empty Type; callers skip them with IsBlank.
-func (d *Decoder) Decode(line []byte, r *Record) error {
+func (d *Decoder) Decode(line []byte, r *Record) error { return d.DecodeChecked(line, 0, r) }
+
+// DecodeChecked is Decode for a line whose first ascii bytes the caller
+// knows to be ASCII (its reader found them so while finding the line's
+// end): its UTF-8 is checked from there on. ascii must not count a byte at
+// or above 0x80; out of [0, len(line)] it is clamped.
+func (d *Decoder) DecodeChecked(line []byte, ascii int, r *Record) error {
 	r.reset()
+	ascii = min(max(ascii, 0), len(line))
 	if len(line) > d.opts.MaxLineBytes {
 		return &DecodeError{Reason: ReasonTooLong}
 	}
@@ -131,7 +138,7 @@ func (d *Decoder) Decode(line []byte, r *Record) error {
 		return nil // blank: an empty KindOther record, as documented
 	}
 	if line[i] != '{' {
-		if !validUTF8(line) {
+		if !validUTF8(line[ascii:]) {
 			return &DecodeError{Reason: ReasonInvalidUTF8}
 		}
 		if line[i] == '[' || line[i] == '"' || line[i] == 'n' || line[i] == 't' || line[i] == 'f' || line[i] == '-' || (line[i] >= '0' && line[i] <= '9') {
@@ -141,7 +148,7 @@ func (d *Decoder) Decode(line []byte, r *Record) error {
 		}
 		return &DecodeError{Reason: ReasonInvalidJSON}
 	}
-	if !validUTF8(line) {
+	if !validUTF8(line[ascii:]) {
 		return &DecodeError{Reason: ReasonInvalidUTF8}
 	}
 	end, err := d.record(line, i, r)
