@@ -323,13 +323,17 @@ func fields(b []byte, i int, fn func(key []byte, v int) (int, error), rs *runSca
 				var buf [64]byte
 				key = appendUnescaped(buf[:0], key, 64)
 			}
-			i = skipWS(b, next)
-			if i >= len(b) || b[i] != ':' {
-				return 0, errSyntax
-			}
-			i = skipWS(b, i+1)
-			if i >= len(b) {
-				return 0, errSyntax
+			if next+1 < len(b) && b[next] == ':' && b[next+1] > ' ' {
+				i = next + 1 // no white space around the ':', as Claude Code writes it
+			} else {
+				i = skipWS(b, next)
+				if i >= len(b) || b[i] != ':' {
+					return 0, errSyntax
+				}
+				i = skipWS(b, i+1)
+				if i >= len(b) {
+					return 0, errSyntax
+				}
 			}
 			i, err = fn(key, i)
 			if err != nil {
@@ -338,6 +342,10 @@ func fields(b []byte, i int, fn func(key []byte, v int) (int, error), rs *runSca
 			if rs != nil {
 				rs.note(b, start, i)
 			}
+		}
+		if i+1 < len(b) && b[i] == ',' && b[i+1] > ' ' {
+			i++ // the next key right after the ','
+			continue
 		}
 		i = skipWS(b, i)
 		if i >= len(b) {
@@ -372,6 +380,10 @@ func arrayElems(b []byte, i int, fn func(v int) (int, error)) (int, error) {
 		i, err = fn(i)
 		if err != nil {
 			return 0, err
+		}
+		if i+1 < len(b) && b[i] == ',' && b[i+1] > ' ' {
+			i++ // the next element right after the ','
+			continue
 		}
 		i = skipWS(b, i)
 		if i >= len(b) {
