@@ -2,6 +2,8 @@ package transcript
 
 import (
 	"bytes"
+	"encoding/json"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -268,4 +270,79 @@ func TestObjectKeysAreReadAsReadStringReadsThem(t *testing.T) {
 			}
 		}
 	}
+}
+
+// A line with white space around its ':'s and ','s (spaces, tabs,
+// newlines, as json.Indent or a hand-written test file has them) decodes
+// to the record its compact form does: the fast path taken when there is
+// none is only a shortcut.
+func TestSpacedLinesDecodeAsCompactOnes(t *testing.T) {
+	lines := fuzzSeedLines(t)
+	lines = append(lines, []byte(goodLine), []byte(contentLine))
+	spacers := []struct {
+		name  string
+		space func(compact []byte) []byte
+	}{
+		{"indented", func(c []byte) []byte {
+			var b bytes.Buffer
+			if err := json.Indent(&b, c, "", "\t"); err != nil {
+				t.Fatal(err)
+			}
+			return b.Bytes()
+		}},
+		{"spaced after ':' and ','", func(c []byte) []byte { return respace(c, " ", "") }},
+		{"spaced before ':' and ','", func(c []byte) []byte { return respace(c, "", " ") }},
+		{"tabs and newlines both sides", func(c []byte) []byte { return respace(c, "\n\t", "\r\n") }},
+	}
+	for _, sp := range spacers {
+		t.Run(sp.name, func(t *testing.T) {
+			compared := 0
+			defer func() {
+				if compared < 40 {
+					t.Errorf("%d lines compared, want the seeds (at least 40)", compared)
+				}
+			}()
+			for _, line := range lines {
+				var compact bytes.Buffer
+				if err := json.Compact(&compact, line); err != nil {
+					continue // a seed that is not JSON
+				}
+				var want, got Record
+				wantErr := NewDecoder(Options{}).Decode(compact.Bytes(), &want)
+				spaced := sp.space(compact.Bytes())
+				gotErr := NewDecoder(Options{}).Decode(spaced, &got)
+				compared++
+				if (gotErr == nil) != (wantErr == nil) || !reflect.DeepEqual(got, want) {
+					t.Fatalf("%q decodes to %+v (err %v), its compact form to %+v (err %v)", spaced, got, gotErr, want, wantErr)
+				}
+			}
+		})
+	}
+}
+
+// respace puts after (before) every ':' and ',' of compact JSON outside
+// its strings.
+func respace(c []byte, after, before string) []byte {
+	var out []byte
+	in, esc := false, false
+	for _, ch := range c {
+		switch {
+		case in && esc:
+			esc = false
+		case in && ch == '\\':
+			esc = true
+		case in && ch == '"':
+			in = false
+		case in:
+		case ch == '"':
+			in = true
+		case ch == ':' || ch == ',':
+			out = append(out, before...)
+			out = append(out, ch)
+			out = append(out, after...)
+			continue
+		}
+		out = append(out, ch)
+	}
+	return out
 }
