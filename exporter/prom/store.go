@@ -165,16 +165,11 @@ type exemplar struct {
 	at              time.Time
 }
 
-// addEx adds x and, when ex is set, makes it the series' exemplar unless
-// the series holds a later one (a backfill reads files in no time order;
-// Prometheus rejects an exemplar older than the last it stored).
+// addEx adds x and, when ex is set, makes it the series' exemplar (see
+// add).
 func (v *vec) addEx(x float64, ex *exemplar, lv ...string) {
 	v.mu.Lock()
-	s := v.get(lv)
-	s.value += x
-	if ex != nil && (s.ex == nil || !ex.at.Before(s.ex.at)) {
-		s.ex = ex
-	}
+	v.get(lv).add(x, ex)
 	v.mu.Unlock()
 	if v.hist != nil {
 		v.hist.record(v, lv, x)
@@ -182,7 +177,7 @@ func (v *vec) addEx(x float64, ex *exemplar, lv ...string) {
 }
 
 // addTypes adds xs[i] to the series of the label values lv with the
-// value types[i] at index at, and makes exs[i] its exemplar as addEx does
+// value types[i] at index at, and makes exs[i] its exemplar as add does
 // (exs may be nil): one lookup for the series of every type, where
 // addEx would make one each. lv[at] is overwritten. A family's calls
 // pass the same types: an entry of the typed cache is valid for them.
@@ -199,12 +194,11 @@ func (v *vec) addTypes(at int, types []string, xs []float64, exs []*exemplar, lv
 		lv[at] = ""
 	}
 	for i, s := range e.s {
-		s.value += xs[i]
+		var ex *exemplar
 		if exs != nil {
-			if ex := exs[i]; ex != nil && (s.ex == nil || !ex.at.Before(s.ex.at)) {
-				s.ex = ex
-			}
+			ex = exs[i]
 		}
+		s.add(xs[i], ex)
 	}
 	v.mu.Unlock()
 	if v.hist != nil {
@@ -212,6 +206,17 @@ func (v *vec) addTypes(at int, types []string, xs []float64, exs []*exemplar, lv
 			lv[at] = t
 			v.hist.record(v, lv, xs[i])
 		}
+	}
+}
+
+// add adds x to the series and, when ex is set, makes it its exemplar
+// unless it holds a later one (a backfill reads files in no time order;
+// Prometheus rejects an exemplar older than the last it stored). Callers
+// hold the vec's mu.
+func (s *series) add(x float64, ex *exemplar) {
+	s.value += x
+	if ex != nil && (s.ex == nil || !ex.at.Before(s.ex.at)) {
+		s.ex = ex
 	}
 }
 
