@@ -8,6 +8,3 @@ import "bytes"
 // none) and how many bytes at the start of p are sure to be ASCII: none
 // here (the decoder checks every byte).
 func newlineASCII(p []byte) (nl, ascii int) { return bytes.IndexByte(p, '\n'), 0 }
-
-// newlineASCIIExact says newlineASCII counts every byte of an ASCII line.
-const newlineASCIIExact = false

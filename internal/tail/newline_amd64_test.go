@@ -1,0 +1,4 @@
+package tail
+
+// newlineASCIIExact says newlineASCII counts every byte of an ASCII line.
+const newlineASCIIExact = true
